@@ -1,0 +1,205 @@
+import AsyncHTTPClient
+import Foundation
+import JWTKit
+import Logging
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// Talks to Apple's Sign in with Apple REST endpoints over one shared, pooled HTTP client.
+///
+/// Bodies are form-encoded (never the query string), every call has a deadline and a
+/// `User-Agent`, and every answer becomes either a typed success or an ``AppleAPIError``
+/// with a classification the worker acts on. App-specific calls go through ``AppleAppClient``.
+public struct AppleClient: Sendable {
+    /// Where and how to reach Apple.
+    public struct Configuration: Sendable {
+        /// Apple's production base URL.
+        public static let appleBaseURL = "https://appleid.apple.com"
+
+        /// The base URL without a trailing slash; the sandbox's address in tests.
+        public var baseURL: String
+        /// The whole-call deadline, connection to last body byte.
+        public var timeout: Duration
+        /// Sent on every call, as Apple asks.
+        public var userAgent: String
+        /// Larger bodies are treated as a proxy's page, not Apple's answer.
+        public var maximumResponseBytes: Int
+
+        public init(
+            baseURL: String = Self.appleBaseURL,
+            timeout: Duration = .seconds(10),
+            userAgent: String = "Revoker/1.0 (Sign in with Apple account deletion)",
+            maximumResponseBytes: Int = 64 * 1024
+        ) {
+            var base = baseURL
+            while base.hasSuffix("/") { base.removeLast() }
+            self.baseURL = base
+            self.timeout = timeout
+            self.userAgent = userAgent
+            self.maximumResponseBytes = maximumResponseBytes
+        }
+    }
+
+    /// The connection pool shared by every app.
+    public let httpClient: HTTPClient
+    /// Where and how to reach Apple.
+    public let configuration: Configuration
+    let logger: Logger
+
+    public init(httpClient: HTTPClient, configuration: Configuration = .init(), logger: Logger = Logger(label: "revoker.apple", factory: { _ in SwiftLogNoOpLogHandler() })) {
+        self.httpClient = httpClient
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// An HTTP client suited to Apple: redirects are not followed (a redirect must never
+    /// carry a secret elsewhere) and connections are pooled. The caller shuts it down.
+    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        configuration.decompression = .disabled
+        return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+    }
+
+    /// Apple's current identity-token signing keys from `/auth/keys`.
+    public func keys() async throws -> JWKS {
+        let response = try await send(.keys, method: .GET, form: nil, secrets: [])
+        guard response.status == 200 else {
+            throw Self.failure(.keys, status: response.status, headers: response.headers, body: response.body, secrets: [])
+        }
+        do {
+            return try JSONDecoder().decode(JWKS.self, from: response.body)
+        } catch {
+            throw AppleAPIError(endpoint: .keys, classification: .transient, httpStatus: 200, detail: "HTTP 200 with a body that is not a JSON key set")
+        }
+    }
+
+    /// POSTs a form and turns the answer into a token response.
+    func token(form: [(String, String)], secrets: [String]) async throws -> AppleTokenResponse {
+        let response = try await send(.token, method: .POST, form: form, secrets: secrets)
+        guard response.status == 200 else {
+            throw Self.failure(.token, status: response.status, headers: response.headers, body: response.body, secrets: secrets)
+        }
+        do {
+            return try JSONDecoder().decode(AppleTokenResponse.self, from: response.body)
+        } catch {
+            throw AppleAPIError(endpoint: .token, classification: .transient, httpStatus: 200, detail: "HTTP 200 with a body that is not a token response")
+        }
+    }
+
+    /// POSTs a revocation form; any 200 means Apple accepted it.
+    func revoke(form: [(String, String)], secrets: [String]) async throws {
+        let response = try await send(.revoke, method: .POST, form: form, secrets: secrets)
+        guard response.status == 200 else {
+            throw Self.failure(.revoke, status: response.status, headers: response.headers, body: response.body, secrets: secrets)
+        }
+    }
+
+    struct RawResponse {
+        var status: Int
+        var headers: HTTPHeaders
+        var body: Data
+    }
+
+    private func send(_ endpoint: AppleEndpoint, method: HTTPMethod, form: [(String, String)]?, secrets: [String]) async throws -> RawResponse {
+        var request = HTTPClientRequest(url: configuration.baseURL + endpoint.rawValue)
+        request.method = method
+        request.headers.add(name: "User-Agent", value: configuration.userAgent)
+        request.headers.add(name: "Accept", value: "application/json")
+        if let form {
+            request.headers.add(name: "Content-Type", value: FormEncoding.contentType)
+            request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
+        }
+        let started = ContinuousClock.now
+        do {
+                        let response = try await httpClient.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
+            let body = try await response.body.collect(upTo: configuration.maximumResponseBytes)
+            logger.debug(
+                "Apple answered",
+                metadata: [
+                    "apple.endpoint": "\(endpoint.rawValue)",
+                    "http.status": "\(response.status.code)",
+                    "apple.latency_ms": "\((ContinuousClock.now - started).milliseconds)",
+                ]
+            )
+            return RawResponse(status: Int(response.status.code), headers: response.headers, body: Data(buffer: body))
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch let error as NIOTooManyBytesError {
+            _ = error
+            throw AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: "the answer was larger than \(configuration.maximumResponseBytes) bytes")
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: Self.describeTransport(error))
+        }
+    }
+
+    static func describeTransport(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout, .getConnectionFromPoolTimeout:
+                return "timed out"
+            case .remoteConnectionClosed:
+                return "the connection was closed before an answer"
+            default:
+                return "the HTTP call failed (\(String(describing: error).prefix(120)))"
+            }
+        }
+        if let error = error as? IOError { return "the connection failed (errno \(error.errnoCode))" }
+        if error is ChannelError { return "the connection was closed before an answer" }
+        return "the connection failed (\(String(describing: type(of: error))))"
+    }
+
+    /// Turns a non-200 answer into a classified error. Non-JSON bodies are never echoed.
+    static func failure(_ endpoint: AppleEndpoint, status: Int, headers: HTTPHeaders, body: Data, secrets: [String]) -> AppleAPIError {
+        let retryAfter = headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0) }
+        let answer = try? JSONDecoder().decode(AppleErrorBody.self, from: body)
+        let code = answer.flatMap { SafeText.errorCode($0.error) }
+        let description = answer?.errorDescription.map { SafeText.bounded($0, scrubbing: secrets) }
+
+        let classification: AppleAPIError.Classification
+        let detail: String
+        switch status {
+        case 429:
+            classification = .transient
+            detail = "HTTP 429, Apple is throttling"
+        case 500...599:
+            classification = .transient
+            detail = "HTTP \(status), Apple is unavailable"
+        case 400...499 where code != nil:
+            classification = code.map(AppleAPIError.classify(appleError:)) ?? .requestRejected
+            detail = "HTTP \(status) \(code ?? "")"
+        case 400...499:
+            classification = .transient
+            detail = "HTTP \(status) without Apple's error body (\(body.count) bytes of \(headers.first(name: "Content-Type").map { String($0.prefix(60)) } ?? "no content type")), likely a proxy"
+        default:
+            classification = .transient
+            detail = "unexpected HTTP \(status)"
+        }
+        return AppleAPIError(
+            endpoint: endpoint,
+            classification: classification,
+            httpStatus: status,
+            error: code,
+            errorDescription: description,
+            retryAfter: retryAfter,
+            detail: detail
+        )
+    }
+}
+
+struct AppleErrorBody: Decodable {
+    enum CodingKeys: String, CodingKey { case error, errorDescription = "error_description" }
+    var error: String
+    var errorDescription: String?
+}
+
+extension Duration {
+    /// Whole milliseconds, for logs and the audit trail.
+    public var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}

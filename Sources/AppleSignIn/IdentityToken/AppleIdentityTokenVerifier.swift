@@ -1,0 +1,123 @@
+import Foundation
+import JWTKit
+import Logging
+
+/// The claims of Apple's identity token that Revoker uses.
+public struct AppleIdentityClaims: JWTPayload, Equatable {
+    enum CodingKeys: String, CodingKey {
+        case issuer = "iss", subject = "sub", audience = "aud", issuedAt = "iat", expires = "exp"
+        case email, emailVerified = "email_verified", isPrivateEmail = "is_private_email"
+    }
+
+    /// Apple's issuer value.
+    public static let appleIssuer = "https://appleid.apple.com"
+
+    public var issuer: IssuerClaim
+    /// The Apple user id: stable per team.
+    public var subject: SubjectClaim
+    public var audience: AudienceClaim
+    public var issuedAt: IssuedAtClaim
+    public var expires: ExpirationClaim
+    public var email: String?
+    /// Apple sends it as a boolean or as the string "true"/"false"; both decode.
+    public var emailVerified: BoolClaim?
+    /// Apple sends it as a boolean or as the string "true"/"false"; both decode.
+    public var isPrivateEmail: BoolClaim?
+
+    public init(
+        issuer: String = Self.appleIssuer, subject: String, audience: String, issuedAt: Date, expires: Date,
+        email: String? = nil, emailVerified: BoolClaim? = nil, isPrivateEmail: BoolClaim? = nil
+    ) {
+        self.issuer = IssuerClaim(value: issuer)
+        self.subject = SubjectClaim(value: subject)
+        self.audience = AudienceClaim(value: audience)
+        self.issuedAt = IssuedAtClaim(value: issuedAt)
+        self.expires = ExpirationClaim(value: expires)
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+    }
+
+    /// Signature only; claims are checked by ``AppleIdentityTokenVerifier`` with the expected audience.
+    public func verify(using _: some JWTAlgorithm) {}
+}
+
+/// Verifies the `id_token` that `/auth/token` returns: RS256 against Apple's published keys,
+/// then `iss`, `aud` and `exp`.
+///
+/// Keys are fetched from `{base}/auth/keys`, cached, and fetched again when a token names a
+/// key the cache does not hold (Apple rotates keys), at most once per ``minimumRefreshInterval``.
+public actor AppleIdentityTokenVerifier {
+    private let client: AppleClient
+    private let minimumRefreshInterval: Duration
+    private let leeway: TimeInterval
+    private var keys = JWTKeyCollection()
+    private var knownKeyIDs: Set<String> = []
+    private var lastRefresh: ContinuousClock.Instant?
+
+    /// - Parameters:
+    ///   - minimumRefreshInterval: stops a flood of tokens with made-up `kid`s from hammering Apple.
+    ///   - leeway: clock skew tolerated on `exp`.
+    public init(client: AppleClient, minimumRefreshInterval: Duration = .seconds(60), leeway: Duration = .seconds(60)) {
+        self.client = client
+        self.minimumRefreshInterval = minimumRefreshInterval
+        self.leeway = TimeInterval(leeway.components.seconds)
+    }
+
+    /// Verifies `token` for `clientID` and returns its claims.
+    ///
+    /// Throws ``AppleSignInError`` when the token is bad, ``AppleAPIError`` when Apple's keys
+    /// cannot be fetched.
+    public func verify(_ token: String, clientID: String, now: Date = Date()) async throws -> AppleIdentityClaims {
+        let header: JWTHeader
+        do {
+            header = try DefaultJWTParser().parse(Array(token.utf8), as: AppleIdentityClaims.self).header
+        } catch {
+            throw AppleSignInError(.malformedIdentityToken, "The identity token is not a well-formed JWS.")
+        }
+        guard header.alg == "RS256", let kid = header.kid else {
+            throw AppleSignInError(.malformedIdentityToken, "The identity token is not RS256 with a key id.")
+        }
+        if !knownKeyIDs.contains(kid) {
+            try await refreshKeys()
+            guard knownKeyIDs.contains(kid) else {
+                throw AppleSignInError(.unknownSigningKey, "The identity token is signed by key '\(kid.prefix(64))', which Apple does not publish.")
+            }
+        }
+        let claims: AppleIdentityClaims
+        do {
+            claims = try await keys.verify(token, as: AppleIdentityClaims.self)
+        } catch {
+            throw AppleSignInError(.invalidSignature, "The identity token's signature does not verify with Apple's key '\(kid.prefix(64))'.")
+        }
+        guard claims.issuer.value == AppleIdentityClaims.appleIssuer else {
+            throw AppleSignInError(.wrongIssuer, "The identity token was issued by '\(claims.issuer.value.prefix(100))', not Apple.")
+        }
+        guard claims.audience.value.contains(clientID) else {
+            throw AppleSignInError(.wrongAudience, "The identity token was issued to another client_id, not \(clientID).")
+        }
+        guard claims.expires.value.addingTimeInterval(leeway) > now else {
+            throw AppleSignInError(.expiredIdentityToken, "The identity token expired at \(claims.expires.value).")
+        }
+        return claims
+    }
+
+    private func refreshKeys() async throws {
+        if let lastRefresh, ContinuousClock.now - lastRefresh < minimumRefreshInterval, !knownKeyIDs.isEmpty { return }
+        lastRefresh = .now
+        let jwks = try await client.keys()
+        let fresh = JWTKeyCollection()
+        var ids: Set<String> = []
+        for key in jwks.keys {
+            guard let kid = key.keyIdentifier?.string, key.keyType == .rsa else { continue }
+            do {
+                try await fresh.add(jwk: key)
+                ids.insert(kid)
+            } catch {
+                continue
+            }
+        }
+        keys = fresh
+        knownKeyIDs = ids
+    }
+}
