@@ -18,6 +18,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -44,10 +46,14 @@ let package = Package(
             name: "AppleSignInSandbox",
             dependencies: [
                 "AppleSignIn",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
@@ -65,6 +71,7 @@ let package = Package(
             name: "RevokerTesting",
             dependencies: [
                 "AppleSignIn",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 "AppleSignInSandbox",
                 "RevokerStore",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -88,12 +95,32 @@ let package = Package(
         ),
         .testTarget(
             name: "AppleSignInTests",
-            dependencies: ["AppleSignIn", "RevokerTesting", .product(name: "JWTKit", package: "jwt-kit")],
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                "RevokerTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AppleSignInSandboxTests",
-            dependencies: ["AppleSignIn", "AppleSignInSandbox", "RevokerTesting"],
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                "RevokerTesting",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,307 @@
+import AppleSignIn
+import Crypto
+import Foundation
+import Hummingbird
+import JWTKit
+import Logging
+import NIOCore
+import NIOFoundationCompat
+
+/// A local stand-in for appleid.apple.com, strict where Apple is strict.
+///
+/// `/auth/token`, `/auth/revoke` and `/auth/keys` behave as Apple documents them: client
+/// secrets are verified against the registered key, codes are single-use and short-lived,
+/// refresh tokens validate until revoked, revoke answers 200 with an empty body whatever the
+/// token. `/sandbox/*` is the admin surface: register apps, sign users in, inject faults, and
+/// read back what really happened to each grant. It has no authentication: bind it to loopback.
+public struct AppleSandbox: Sendable {
+    /// How strict and how faulty the sandbox is.
+    public struct Configuration: Sendable {
+        /// How long a minted code can be exchanged (Apple: five minutes).
+        public var codeLifetime: Duration
+        /// How long issued identity tokens are valid.
+        public var identityTokenLifetime: Duration
+        /// How far in the future a client secret's `iat` may be.
+        public var clockSkew: Duration
+        /// Faults injected from the start.
+        public var faults: SandboxFaults
+
+        public init(codeLifetime: Duration = .seconds(300), identityTokenLifetime: Duration = .seconds(600), clockSkew: Duration = .seconds(60), faults: SandboxFaults = .none) {
+            self.codeLifetime = codeLifetime
+            self.identityTokenLifetime = identityTokenLifetime
+            self.clockSkew = clockSkew
+            self.faults = faults
+        }
+    }
+
+    public let configuration: Configuration
+    let state: SandboxState
+    let identityTokens: SandboxIdentityTokens
+
+    public init(configuration: Configuration = .init()) async throws {
+        self.configuration = configuration
+        self.state = SandboxState(faults: configuration.faults)
+        self.identityTokens = try await SandboxIdentityTokens()
+    }
+
+    /// An application serving the sandbox; `onServerRunning` receives the bound port (pass port 0 for any free one).
+    public func application(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        logger: Logger = Logger(label: "revoker.sandbox"),
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "AppleSignInSandbox"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: logger
+        )
+    }
+
+    /// The routes, for embedding the sandbox in another application.
+    public func router() -> Router<SandboxRequestContext> {
+        let router = Router(context: SandboxRequestContext.self)
+        router.post("auth/token") { request, context in try await self.token(request, context: context) }
+        router.post("auth/revoke") { request, context in try await self.revoke(request, context: context) }
+        router.get("auth/keys") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: await self.identityTokens.jwksJSON)))
+        }
+        let admin = router.group("sandbox")
+        admin.post("apps") { request, context in try await self.registerApp(request, context: context) }
+        admin.post("codes") { request, context in try await self.mint(request, context: context, kind: nil) }
+        admin.post("refresh-tokens") { request, context in try await self.mint(request, context: context, kind: .refresh) }
+        admin.post("access-tokens") { request, context in try await self.mint(request, context: context, kind: .access) }
+        admin.post("id-tokens") { request, context in try await self.mintIdentityToken(request, context: context) }
+        admin.post("keys/rotate") { _, _ in Self.json(SandboxAdmin.Value(value: try await self.identityTokens.rotate())) }
+        admin.get("grants") { _, _ in Self.json(await self.state.reports()) }
+        admin.get("grants/:id") { _, context in
+            guard let id = context.parameters.get("id"), let report = await self.state.report(id) else { throw HTTPError(.notFound) }
+            return Self.json(report)
+        }
+        admin.get("statistics") { _, _ in Self.json(await self.state.currentStatistics()) }
+        admin.get("faults") { _, _ in Self.json(await self.state.faults) }
+        admin.put("faults") { request, context in
+            let faults = try await request.decode(as: SandboxFaults.self, context: context)
+            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
+            await self.state.setFaults(faults)
+            return Self.json(faults)
+        }
+        return router
+    }
+
+    // MARK: Apple's endpoints
+
+    private static let secretParameters: Set<String> = ["client_secret", "code", "refresh_token", "token"]
+
+    /// The parsed form, or an `invalid_request` answer when the call is not shaped as Apple requires.
+    private func form(of request: Request, endpoint: String, now: Date) async throws -> Checked<[String: String]> {
+        let reject = { (reason: String) async -> Checked<[String: String]> in
+            await self.state.record(endpoint: endpoint, status: 400, error: "invalid_request", grantID: nil, now: now, rejection: reason)
+            return .answered(Self.appleError("invalid_request", description: reason))
+        }
+        if let query = request.uri.query, let fields = FormEncoding.decode(query), !Self.secretParameters.isDisjoint(with: fields.keys) {
+            return await reject("secrets must be sent in the body, not the query string")
+        }
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard mediaType == FormEncoding.contentType else {
+            return await reject("the body must be \(FormEncoding.contentType)")
+        }
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        guard let fields = FormEncoding.decode(String(buffer: body)) else {
+            return await reject("the body is not a valid form")
+        }
+        return .passed(fields)
+    }
+
+    /// Applies the configured latency and maybe a fault. Returns the answer to send instead of the real one.
+    private func injectFault(endpoint: String, grantID: String?, now: Date, context: SandboxRequestContext) async throws -> Response? {
+        let faults = await state.faults
+        if faults.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.latencyMilliseconds)) }
+        guard let fault = faults.fault(for: Double.random(in: 0..<1)) else { return nil }
+        switch fault {
+        case .internalError:
+            await state.record(endpoint: endpoint, status: 500, error: nil, grantID: grantID, now: now)
+            return Response(status: .internalServerError, headers: [.contentType: "text/html"], body: .init(byteBuffer: ByteBuffer(string: "<html><body>Internal Server Error</body></html>")))
+        case .unavailable:
+            await state.record(endpoint: endpoint, status: 503, error: nil, grantID: grantID, now: now)
+            return Response(status: .serviceUnavailable, headers: [.contentType: "text/html"], body: .init(byteBuffer: ByteBuffer(string: "<html><body>Service Unavailable</body></html>")))
+        case .throttle:
+            await state.record(endpoint: endpoint, status: 429, error: nil, grantID: grantID, now: now)
+            return Response(status: .tooManyRequests, headers: [.retryAfter: "\(faults.retryAfterSeconds)"])
+        case .hang:
+            await state.record(endpoint: endpoint, status: 0, error: "hang", grantID: grantID, now: now)
+            try await Task.sleep(for: .seconds(600))
+            throw HTTPError(.gatewayTimeout)
+        case .drop:
+            await state.record(endpoint: endpoint, status: 0, error: "drop", grantID: grantID, now: now)
+            try await context.channel.close()
+            throw HTTPError(.internalServerError)
+        }
+    }
+
+    /// The app, when the client_id is registered and the secret passes Apple's checks.
+    private func authenticate(_ fields: [String: String], endpoint: String, grantID: String?, now: Date) async -> Checked<SandboxState.App> {
+        guard let clientID = fields["client_id"], let secret = fields["client_secret"] else {
+            await state.record(endpoint: endpoint, status: 400, error: "invalid_request", grantID: grantID, now: now, rejection: "client_id or client_secret is missing")
+            return .answered(Self.appleError("invalid_request"))
+        }
+        let app = await state.app(clientID)
+        let problem = app.map { ClientSecretCheck.problem(with: secret, for: $0, now: now, skew: TimeInterval(configuration.clockSkew.components.seconds)) }
+            ?? "client_id is not registered"
+        if let app, problem == nil { return .passed(app) }
+        await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: grantID, now: now, rejection: problem)
+        return .answered(Self.appleError("invalid_client"))
+    }
+
+    func token(_ request: Request, context: SandboxRequestContext) async throws -> Response {
+        let endpoint = AppleEndpoint.token.rawValue
+        let now = Date()
+        let fields: [String: String]
+        switch try await form(of: request, endpoint: endpoint, now: now) {
+        case .answered(let answer): return answer
+        case .passed(let parsed): fields = parsed
+        }
+        let grantID: String? =
+            if let code = fields["code"] { await state.grantID(forCode: code) } else if let token = fields["refresh_token"] { await state.grantID(forToken: token) } else { nil }
+        if let answer = try await injectFault(endpoint: endpoint, grantID: grantID, now: now, context: context) { return answer }
+        let app: SandboxState.App
+        switch await authenticate(fields, endpoint: endpoint, grantID: grantID, now: now) {
+        case .answered(let answer): return answer
+        case .passed(let authenticated): app = authenticated
+        }
+
+        let answer: SandboxState.Answer
+        switch fields["grant_type"] {
+        case "authorization_code":
+            guard let code = fields["code"] else { return await invalidRequest(endpoint, grantID, now, "code is missing") }
+            answer = await state.exchange(code: code, clientID: app.clientID, redirectURI: fields["redirect_uri"], now: now)
+        case "refresh_token":
+            guard let token = fields["refresh_token"] else { return await invalidRequest(endpoint, grantID, now, "refresh_token is missing") }
+            answer = await state.validate(refreshToken: token, clientID: app.clientID)
+        default:
+            await state.record(endpoint: endpoint, status: 400, error: "unsupported_grant_type", grantID: grantID, now: now)
+            return Self.appleError("unsupported_grant_type")
+        }
+        switch answer {
+        case .rejected(let error, let description):
+            await state.record(endpoint: endpoint, status: 400, error: error, grantID: grantID, now: now)
+            return Self.appleError(error, description: description)
+        case .tokens(let accessToken, let refreshToken, let subject):
+            let idToken = try await identityTokens.sign(
+                AppleIdentityClaims(
+                    subject: subject, audience: app.clientID, issuedAt: now,
+                    expires: now.addingTimeInterval(TimeInterval(configuration.identityTokenLifetime.components.seconds)),
+                    emailVerified: "true", isPrivateEmail: "true"
+                )
+            )
+            await state.record(endpoint: endpoint, status: 200, error: nil, grantID: grantID, now: now)
+            var body: [String: any Sendable] = ["access_token": accessToken, "token_type": "Bearer", "expires_in": 3600, "id_token": idToken]
+            if let refreshToken { body["refresh_token"] = refreshToken }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
+            )
+        }
+    }
+
+    func revoke(_ request: Request, context: SandboxRequestContext) async throws -> Response {
+        let endpoint = AppleEndpoint.revoke.rawValue
+        let now = Date()
+        let fields: [String: String]
+        switch try await form(of: request, endpoint: endpoint, now: now) {
+        case .answered(let answer): return answer
+        case .passed(let parsed): fields = parsed
+        }
+        let grantID = await fields["token"].asyncFlatMap { await state.grantID(forToken: $0) }
+        if let answer = try await injectFault(endpoint: endpoint, grantID: grantID, now: now, context: context) { return answer }
+        let app: SandboxState.App
+        switch await authenticate(fields, endpoint: endpoint, grantID: grantID, now: now) {
+        case .answered(let answer): return answer
+        case .passed(let authenticated): app = authenticated
+        }
+        guard let token = fields["token"] else { return await invalidRequest(endpoint, grantID, now, "token is missing") }
+        if let hint = fields["token_type_hint"], hint != "refresh_token", hint != "access_token" {
+            return await invalidRequest(endpoint, grantID, now, "token_type_hint must be refresh_token or access_token")
+        }
+        await state.revoke(token: token, clientID: app.clientID)
+        await state.record(endpoint: endpoint, status: 200, error: nil, grantID: grantID, now: now)
+        return Response(status: .ok)
+    }
+
+    private func invalidRequest(_ endpoint: String, _ grantID: String?, _ now: Date, _ reason: String) async -> Response {
+        await state.record(endpoint: endpoint, status: 400, error: "invalid_request", grantID: grantID, now: now, rejection: reason)
+        return Self.appleError("invalid_request", description: reason)
+    }
+
+    static func appleError(_ code: String, description: String? = nil) -> Response {
+        var body = ["error": code]
+        if let description { body["error_description"] = description }
+        return json(body, status: .badRequest)
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+
+    // MARK: Admin
+
+    private func registerApp(_ request: Request, context: SandboxRequestContext) async throws -> Response {
+        let body = try await request.decode(as: SandboxAdmin.RegisterApp.self, context: context)
+        guard let publicKey = try? P256.Signing.PublicKey(pemRepresentation: body.publicKeyPEM) else {
+            throw HTTPError(.badRequest, message: "public_key_pem is not a P-256 public key")
+        }
+        await state.register(.init(clientID: body.clientID, teamID: body.teamID, keyID: body.keyID, publicKey: publicKey))
+        return Self.json(["client_id": body.clientID], status: .created)
+    }
+
+    private func mint(_ request: Request, context: SandboxRequestContext, kind: SandboxState.TokenKind?) async throws -> Response {
+        let body = try await request.decode(as: SandboxAdmin.Mint.self, context: context)
+        let minted: (String, String)
+        if let kind {
+            minted = await state.mintToken(kind, clientID: body.clientID, subject: body.subject)
+        } else {
+            let lifetime = body.lifetimeSeconds ?? TimeInterval(configuration.codeLifetime.components.seconds)
+            minted = await state.mintCode(clientID: body.clientID, subject: body.subject, redirectURI: body.redirectURI, lifetime: lifetime, now: Date())
+        }
+        return Self.json(SandboxAdmin.Minted(value: minted.0, grantID: minted.1), status: .created)
+    }
+
+    private func mintIdentityToken(_ request: Request, context: SandboxRequestContext) async throws -> Response {
+        let body = try await request.decode(as: SandboxAdmin.IdentityTokenRequest.self, context: context)
+        let now = Date()
+        let claims = AppleIdentityClaims(
+            issuer: body.issuer ?? AppleIdentityClaims.appleIssuer, subject: body.subject, audience: body.audience, issuedAt: now,
+            expires: now.addingTimeInterval(body.expiresIn ?? TimeInterval(configuration.identityTokenLifetime.components.seconds))
+        )
+        return Self.json(SandboxAdmin.Value(value: try await identityTokens.sign(claims)), status: .created)
+    }
+}
+
+/// The sandbox's request context: Hummingbird's basics plus the channel, so a fault can drop the connection.
+public struct SandboxRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.channel = source.channel
+    }
+}
+
+/// A check's result: the value to go on with, or the answer to send instead.
+enum Checked<Value> {
+    case passed(Value)
+    case answered(Response)
+}
+
+extension Optional {
+    fileprivate func asyncFlatMap<U>(_ transform: (Wrapped) async -> U?) async -> U? {
+        guard let self else { return nil }
+        return await transform(self)
+    }
+}

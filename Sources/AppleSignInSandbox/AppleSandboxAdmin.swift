@@ -1,0 +1,90 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// Drives a running sandbox's admin surface over HTTP: what tests, the demo and the benchmark use.
+public struct AppleSandboxAdmin: Sendable {
+    /// An admin call the sandbox refused.
+    public struct Failure: Error, CustomStringConvertible {
+        public var path: String
+        public var status: Int
+        public var description: String { "The sandbox answered \(status) to \(path)." }
+    }
+
+    public let baseURL: String
+    let httpClient: HTTPClient
+
+    public init(baseURL: String, httpClient: HTTPClient = .shared) {
+        self.baseURL = baseURL
+        self.httpClient = httpClient
+    }
+
+    /// Registers an app and the public half of its key.
+    public func register(_ app: SandboxAdmin.RegisterApp) async throws {
+        _ = try await send(.POST, "/sandbox/apps", body: app)
+    }
+
+    /// A user signs in on the web or a device: Apple issues a code for the app.
+    public func mintCode(clientID: String, subject: String, redirectURI: String? = nil, lifetimeSeconds: Double? = nil) async throws -> SandboxAdmin.Minted {
+        try await decode(send(.POST, "/sandbox/codes", body: SandboxAdmin.Mint(clientID: clientID, subject: subject, redirectURI: redirectURI, lifetimeSeconds: lifetimeSeconds)))
+    }
+
+    /// A grant whose refresh token the app already holds.
+    public func mintRefreshToken(clientID: String, subject: String) async throws -> SandboxAdmin.Minted {
+        try await decode(send(.POST, "/sandbox/refresh-tokens", body: SandboxAdmin.Mint(clientID: clientID, subject: subject)))
+    }
+
+    /// A grant of which the app only holds an access token.
+    public func mintAccessToken(clientID: String, subject: String) async throws -> SandboxAdmin.Minted {
+        try await decode(send(.POST, "/sandbox/access-tokens", body: SandboxAdmin.Mint(clientID: clientID, subject: subject)))
+    }
+
+    /// An identity token signed with the sandbox's current key.
+    public func mintIdentityToken(_ request: SandboxAdmin.IdentityTokenRequest) async throws -> String {
+        try await decode(send(.POST, "/sandbox/id-tokens", body: request), as: SandboxAdmin.Value.self).value
+    }
+
+    /// Publishes a new signing key and returns its `kid`.
+    public func rotateKeys() async throws -> String {
+        try await decode(send(.POST, "/sandbox/keys/rotate", body: [String: String]()), as: SandboxAdmin.Value.self).value
+    }
+
+    /// What happened to one grant.
+    public func grant(_ id: String) async throws -> SandboxGrantReport {
+        try await decode(send(.GET, "/sandbox/grants/\(id)"))
+    }
+
+    /// What happened to every grant, in the order they were created.
+    public func grants() async throws -> [SandboxGrantReport] {
+        try await decode(send(.GET, "/sandbox/grants"))
+    }
+
+    /// Counters over all `/auth/*` calls.
+    public func statistics() async throws -> SandboxStatistics {
+        try await decode(send(.GET, "/sandbox/statistics"))
+    }
+
+    /// Replaces the injected faults.
+    public func setFaults(_ faults: SandboxFaults) async throws {
+        _ = try await send(.PUT, "/sandbox/faults", body: faults)
+    }
+
+    private func send(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = [String: String]?.none) async throws -> ByteBuffer {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(body)))
+        }
+        let response = try await httpClient.execute(request, timeout: .seconds(30))
+        let data = try await response.body.collect(upTo: 256 * 1024 * 1024)
+        guard (200..<300).contains(response.status.code) else { throw Failure(path: path, status: Int(response.status.code)) }
+        return data
+    }
+
+    private func decode<T: Decodable>(_ buffer: ByteBuffer, as type: T.Type = T.self) throws -> T {
+        try JSONDecoder().decode(T.self, from: buffer)
+    }
+}

@@ -1,0 +1,65 @@
+import AppleSignIn
+import Crypto
+import Foundation
+
+/// Checks a client secret the way Apple does; the reason for a refusal is kept for the
+/// sandbox's statistics (Apple itself only says `invalid_client`).
+enum ClientSecretCheck {
+    private struct Header: Decodable {
+        var alg: String?
+        var kid: String?
+    }
+
+    private struct Claims: Decodable {
+        var iss: String?
+        var sub: String?
+        var aud: Audience?
+        var iat: Double?
+        var exp: Double?
+    }
+
+    private enum Audience: Decodable {
+        case one(String), many([String])
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let value = try? container.decode(String.self) { self = .one(value) } else { self = .many(try container.decode([String].self)) }
+        }
+        var values: [String] {
+            switch self {
+            case .one(let value): [value]
+            case .many(let values): values
+            }
+        }
+    }
+
+    /// Why `secret` is not acceptable for `app`, or `nil` when Apple would accept it.
+    static func problem(with secret: String, for app: SandboxState.App, now: Date, skew: TimeInterval) -> String? {
+        let parts = secret.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+            let headerData = Data(base64URL: parts[0]), let claimsData = Data(base64URL: parts[1]), let signature = Data(base64URL: parts[2])
+        else { return "client_secret is not a compact JWS" }
+        guard let header = try? JSONDecoder().decode(Header.self, from: headerData) else { return "the JWS header is not JSON" }
+        guard header.alg == "ES256" else { return "alg is \(header.alg ?? "missing"), not ES256" }
+        guard header.kid == app.keyID else { return "kid does not match the registered key" }
+        guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            app.publicKey.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8))
+        else { return "the signature does not verify with the registered key" }
+        guard let claims = try? JSONDecoder().decode(Claims.self, from: claimsData) else { return "the JWS claims are not JSON" }
+        guard claims.iss == app.teamID else { return "iss is not the registered Team ID" }
+        guard claims.sub == app.clientID else { return "sub is not the client_id" }
+        guard claims.aud?.values == [ClientSecretClaims.audience] else { return "aud is not \(ClientSecretClaims.audience)" }
+        guard let iat = claims.iat, let exp = claims.exp else { return "iat or exp is missing" }
+        guard iat <= now.timeIntervalSince1970 + skew else { return "iat is in the future" }
+        guard exp > now.timeIntervalSince1970 else { return "the secret has expired" }
+        guard exp - iat <= Double(ClientSecretSigner.maximumLifetime.components.seconds) else { return "exp is more than 15777000 s after iat" }
+        return nil
+    }
+}
+
+extension Data {
+    init?(base64URL text: Substring) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        self.init(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,168 @@
+import Crypto
+import Foundation
+
+/// Everything the sandbox knows: registered apps, grants and their codes and tokens.
+/// One actor keeps each call's check-and-update atomic, as Apple's store would be.
+actor SandboxState {
+    struct App {
+        var clientID: String
+        var teamID: String
+        var keyID: String
+        var publicKey: P256.Signing.PublicKey
+    }
+
+    struct Grant {
+        var report: SandboxGrantReport
+        var code: String?
+        var codeExpiresAt: Date?
+        var codeRedirectURI: String?
+        var codeUsed = false
+    }
+
+    enum TokenKind { case refresh, access }
+
+    private(set) var apps: [String: App] = [:]
+    private var grants: [String: Grant] = [:]
+    private var grantOrder: [String] = []
+    private var codes: [String: String] = [:]
+    private var tokens: [String: (grantID: String, kind: TokenKind)] = [:]
+    private(set) var faults: SandboxFaults
+    private var statistics = SandboxStatistics(calls: 0, byOutcome: [:], lastRejection: nil)
+
+    init(faults: SandboxFaults) {
+        self.faults = faults
+    }
+
+    // MARK: Admin
+
+    func register(_ app: App) {
+        apps[app.clientID] = app
+    }
+
+    func app(_ clientID: String) -> App? { apps[clientID] }
+
+    func setFaults(_ faults: SandboxFaults) { self.faults = faults }
+
+    func newGrant(clientID: String, subject: String) -> String {
+        let id = UUID().uuidString.lowercased()
+        grants[id] = Grant(
+            report: SandboxGrantReport(
+                id: id, clientID: clientID, subject: subject, codeExchanges: 0, rejectedCodeExchanges: 0, validations: 0,
+                rejectedValidations: 0, revoked: false, revocations: 0, revokeCalls: 0, calls: []
+            )
+        )
+        grantOrder.append(id)
+        return id
+    }
+
+    func mintCode(clientID: String, subject: String, redirectURI: String?, lifetime: TimeInterval, now: Date) -> (code: String, grantID: String) {
+        let grantID = newGrant(clientID: clientID, subject: subject)
+        let code = "c" + Self.randomHex() + ".0.sandbox"
+        grants[grantID]?.code = code
+        grants[grantID]?.codeExpiresAt = now.addingTimeInterval(lifetime)
+        grants[grantID]?.codeRedirectURI = redirectURI
+        codes[code] = grantID
+        return (code, grantID)
+    }
+
+    func mintToken(_ kind: TokenKind, clientID: String, subject: String) -> (token: String, grantID: String) {
+        let grantID = newGrant(clientID: clientID, subject: subject)
+        return (addToken(kind, to: grantID), grantID)
+    }
+
+    func report(_ grantID: String) -> SandboxGrantReport? { grants[grantID]?.report }
+
+    func reports() -> [SandboxGrantReport] { grantOrder.compactMap { grants[$0]?.report } }
+
+    func currentStatistics() -> SandboxStatistics { statistics }
+
+    // MARK: Apple's endpoints
+
+    /// Records a call and its answer, on the grant it concerns when one is known.
+    func record(endpoint: String, status: Int, error: String?, grantID: String?, now: Date, rejection: String? = nil) {
+        statistics.calls += 1
+        statistics.byOutcome["\(endpoint) \(status) \(error ?? "-")", default: 0] += 1
+        if let rejection { statistics.lastRejection = rejection }
+        if let grantID {
+            grants[grantID]?.report.calls.append(SandboxCall(endpoint: endpoint, status: status, at: now.timeIntervalSince1970, error: error))
+        }
+    }
+
+    func grantID(forCode code: String) -> String? { codes[code] }
+
+    func grantID(forToken token: String) -> String? { tokens[token]?.grantID }
+
+    enum Answer {
+        case tokens(accessToken: String, refreshToken: String?, subject: String)
+        case rejected(error: String, description: String)
+    }
+
+    func exchange(code: String, clientID: String, redirectURI: String?, now: Date) -> Answer {
+        guard let grantID = codes[code], let grant = grants[grantID] else {
+            return .rejected(error: "invalid_grant", description: "The code has expired or has been revoked.")
+        }
+        let refused: String? =
+            if grant.report.clientID != clientID {
+                "client_id mismatch. The code was not issued to \(clientID)."
+            } else if grant.codeUsed {
+                "The code has already been used."
+            } else if let expiry = grant.codeExpiresAt, expiry <= now {
+                "The code has expired."
+            } else if grant.codeRedirectURI != redirectURI {
+                "redirect_uri mismatch."
+            } else if grant.report.revoked {
+                "The grant has been revoked."
+            } else {
+                nil
+            }
+        if let refused {
+            grants[grantID]?.report.rejectedCodeExchanges += 1
+            return .rejected(error: "invalid_grant", description: refused)
+        }
+        grants[grantID]?.codeUsed = true
+        grants[grantID]?.report.codeExchanges += 1
+        let refresh = addToken(.refresh, to: grantID)
+        let access = addToken(.access, to: grantID)
+        return .tokens(accessToken: access, refreshToken: refresh, subject: grant.report.subject)
+    }
+
+    func validate(refreshToken: String, clientID: String) -> Answer {
+        guard let entry = tokens[refreshToken], entry.kind == .refresh, let grant = grants[entry.grantID] else {
+            return .rejected(error: "invalid_grant", description: "The refresh token is invalid.")
+        }
+        guard grant.report.clientID == clientID, !grant.report.revoked else {
+            grants[entry.grantID]?.report.rejectedValidations += 1
+            return .rejected(error: "invalid_grant", description: grant.report.revoked ? "The refresh token has been revoked." : "client_id mismatch.")
+        }
+        grants[entry.grantID]?.report.validations += 1
+        let access = addToken(.access, to: entry.grantID)
+        return .tokens(accessToken: access, refreshToken: nil, subject: grant.report.subject)
+    }
+
+    /// Revokes the grant behind a live token of this app. Unknown, dead and foreign tokens change nothing.
+    func revoke(token: String, clientID: String) {
+        guard let entry = tokens[token], let grant = grants[entry.grantID], grant.report.clientID == clientID else { return }
+        grants[entry.grantID]?.report.revokeCalls += 1
+        if !grant.report.revoked {
+            grants[entry.grantID]?.report.revoked = true
+            grants[entry.grantID]?.report.revocations += 1
+        }
+    }
+
+    private func addToken(_ kind: TokenKind, to grantID: String) -> String {
+        let token = (kind == .refresh ? "r" : "a") + Self.randomHex() + ".0.sandbox"
+        tokens[token] = (grantID, kind)
+        return token
+    }
+
+    static func randomHex() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
+}
