@@ -6,6 +6,7 @@ import JWTKit
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import ServiceLifecycle
 
 /// A local stand-in for appleid.apple.com, strict where Apple is strict.
 ///
@@ -94,29 +95,24 @@ public struct AppleSandbox: Sendable {
 
     private static let secretParameters: Set<String> = ["client_secret", "code", "refresh_token", "token"]
 
-    /// The parsed form, or an `invalid_request` answer when the call is not shaped as Apple requires.
-    private func form(of request: Request, endpoint: String, now: Date) async throws -> Checked<[String: String]> {
-        let reject = { (reason: String) async -> Checked<[String: String]> in
-            await self.state.record(endpoint: endpoint, status: 400, error: "invalid_request", grantID: nil, now: now, rejection: reason)
-            return .answered(Self.appleError("invalid_request", description: reason))
-        }
+    /// The parsed form; an `invalid_request` answer is thrown when the call is not shaped as Apple requires.
+    private func form(of request: Request, endpoint: String, now: Date) async throws -> [String: String] {
         if let query = request.uri.query, let fields = FormEncoding.decode(query), !Self.secretParameters.isDisjoint(with: fields.keys) {
-            return await reject("secrets must be sent in the body, not the query string")
+            throw await rejection("invalid_request", endpoint, nil, now, "secrets must be sent in the body, not the query string")
         }
-        let mediaType = request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?.lowercased().filter { $0 != " " }
         guard mediaType == FormEncoding.contentType else {
-            return await reject("the body must be \(FormEncoding.contentType)")
+            throw await rejection("invalid_request", endpoint, nil, now, "the body must be \(FormEncoding.contentType)")
         }
         let body = try await request.body.collect(upTo: 64 * 1024)
         guard let fields = FormEncoding.decode(String(buffer: body)) else {
-            return await reject("the body is not a valid form")
+            throw await rejection("invalid_request", endpoint, nil, now, "the body is not a valid form")
         }
-        return .passed(fields)
+        return fields
     }
 
     /// Applies the configured latency and maybe a fault. Returns the answer to send instead of the real one.
-    private func injectFault(endpoint: String, grantID: String?, now: Date, context: SandboxRequestContext) async throws -> Response? {
-        let faults = await state.faults
+    private func injectFault(_ faults: SandboxFaults, endpoint: String, grantID: String?, now: Date, context: SandboxRequestContext) async throws -> Response? {
         if faults.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.latencyMilliseconds)) }
         guard let fault = faults.fault(for: Double.random(in: 0..<1)) else { return nil }
         switch fault {
@@ -131,7 +127,8 @@ public struct AppleSandbox: Sendable {
             return Response(status: .tooManyRequests, headers: [.retryAfter: "\(faults.retryAfterSeconds)"])
         case .hang:
             await state.record(endpoint: endpoint, status: 0, error: "hang", grantID: grantID, now: now)
-            try await Task.sleep(for: .seconds(600))
+            // Until the client gives up; a shutting-down sandbox stops hanging at once.
+            try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
             throw HTTPError(.gatewayTimeout)
         case .drop:
             await state.record(endpoint: endpoint, status: 0, error: "drop", grantID: grantID, now: now)
@@ -140,99 +137,103 @@ public struct AppleSandbox: Sendable {
         }
     }
 
-    /// The app, when the client_id is registered and the secret passes Apple's checks.
-    private func authenticate(_ fields: [String: String], endpoint: String, grantID: String?, now: Date) async -> Checked<SandboxState.App> {
-        guard let clientID = fields["client_id"], let secret = fields["client_secret"] else {
-            await state.record(endpoint: endpoint, status: 400, error: "invalid_request", grantID: grantID, now: now, rejection: "client_id or client_secret is missing")
-            return .answered(Self.appleError("invalid_request"))
+    /// Everything before the real work: faults, client authentication. Returns the app, or the answer to send.
+    private func admit(
+        _ fields: [String: String], endpoint: String, credential: String?, now: Date, context: SandboxRequestContext
+    ) async throws -> (app: SandboxState.App, grantID: String?) {
+        let call = await state.lookup(clientID: fields["client_id"], credential: credential)
+        if let answer = try await injectFault(call.faults, endpoint: endpoint, grantID: call.grantID, now: now, context: context) {
+            throw SandboxAnswer(response: answer)
         }
-        let app = await state.app(clientID)
-        let problem = app.map { ClientSecretCheck.problem(with: secret, for: $0, now: now, skew: TimeInterval(configuration.clockSkew.components.seconds)) }
+        guard fields["client_id"] != nil, let secret = fields["client_secret"] else {
+            throw await rejection("invalid_request", endpoint, call.grantID, now, "client_id or client_secret is missing")
+        }
+        let problem = call.app.map { ClientSecretCheck.problem(with: secret, for: $0, now: now, skew: TimeInterval(configuration.clockSkew.components.seconds)) }
             ?? "client_id is not registered"
-        if let app, problem == nil { return .passed(app) }
-        await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: grantID, now: now, rejection: problem)
-        return .answered(Self.appleError("invalid_client"))
+        guard let app = call.app, problem == nil else {
+            await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: call.grantID, now: now, rejection: problem)
+            throw SandboxAnswer(response: Self.appleError("invalid_client"))
+        }
+        return (app, call.grantID)
     }
 
     func token(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let endpoint = AppleEndpoint.token.rawValue
         let now = Date()
-        let fields: [String: String]
-        switch try await form(of: request, endpoint: endpoint, now: now) {
-        case .answered(let answer): return answer
-        case .passed(let parsed): fields = parsed
-        }
-        let grantID: String? =
-            if let code = fields["code"] { await state.grantID(forCode: code) } else if let token = fields["refresh_token"] { await state.grantID(forToken: token) } else { nil }
-        if let answer = try await injectFault(endpoint: endpoint, grantID: grantID, now: now, context: context) { return answer }
-        let app: SandboxState.App
-        switch await authenticate(fields, endpoint: endpoint, grantID: grantID, now: now) {
-        case .answered(let answer): return answer
-        case .passed(let authenticated): app = authenticated
-        }
-
-        let answer: SandboxState.Answer
-        switch fields["grant_type"] {
-        case "authorization_code":
-            guard let code = fields["code"] else { return await invalidRequest(endpoint, grantID, now, "code is missing") }
-            answer = await state.exchange(code: code, clientID: app.clientID, redirectURI: fields["redirect_uri"], now: now)
-        case "refresh_token":
-            guard let token = fields["refresh_token"] else { return await invalidRequest(endpoint, grantID, now, "refresh_token is missing") }
-            answer = await state.validate(refreshToken: token, clientID: app.clientID)
-        default:
-            await state.record(endpoint: endpoint, status: 400, error: "unsupported_grant_type", grantID: grantID, now: now)
-            return Self.appleError("unsupported_grant_type")
-        }
-        switch answer {
-        case .rejected(let error, let description):
-            await state.record(endpoint: endpoint, status: 400, error: error, grantID: grantID, now: now)
-            return Self.appleError(error, description: description)
-        case .tokens(let accessToken, let refreshToken, let subject):
-            let idToken = try await identityTokens.sign(
-                AppleIdentityClaims(
-                    subject: subject, audience: app.clientID, issuedAt: now,
-                    expires: now.addingTimeInterval(TimeInterval(configuration.identityTokenLifetime.components.seconds)),
-                    emailVerified: "true", isPrivateEmail: "true"
+        do {
+            let fields = try await form(of: request, endpoint: endpoint, now: now)
+            let (app, grantID) = try await admit(fields, endpoint: endpoint, credential: fields["code"] ?? fields["refresh_token"], now: now, context: context)
+            let answer: SandboxState.Answer
+            let identityTokenValidAfter = now.addingTimeInterval(60)
+            switch fields["grant_type"] {
+            case "authorization_code":
+                guard let code = fields["code"] else { throw await rejection("invalid_request", endpoint, grantID, now, "code is missing") }
+                answer = await state.exchange(code: code, clientID: app.clientID, redirectURI: fields["redirect_uri"], now: now, identityTokenValidAfter: identityTokenValidAfter)
+            case "refresh_token":
+                guard let token = fields["refresh_token"] else { throw await rejection("invalid_request", endpoint, grantID, now, "refresh_token is missing") }
+                answer = await state.validate(refreshToken: token, clientID: app.clientID, now: now, identityTokenValidAfter: identityTokenValidAfter)
+            default:
+                throw await rejection("unsupported_grant_type", endpoint, grantID, now, nil)
+            }
+            switch answer {
+            case .rejected(let error, let description):
+                return Self.appleError(error, description: description)
+            case .tokens(let tokens):
+                let idToken: String
+                if let cached = tokens.identityToken {
+                    idToken = cached
+                } else {
+                    idToken = try await signIdentityToken(grantID: tokens.grantID, clientID: app.clientID, subject: tokens.subject, now: now)
+                }
+                // Token values are [A-Za-z0-9._-] only, so they need no JSON escaping.
+                var json = #"{"access_token":"\#(tokens.accessToken)","token_type":"Bearer","expires_in":3600,"id_token":"\#(idToken)""#
+                if let refreshToken = tokens.refreshToken { json += #","refresh_token":"\#(refreshToken)""# }
+                json += "}"
+                return Response(
+                    status: .ok,
+                    headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                    body: .init(byteBuffer: ByteBuffer(string: json))
                 )
-            )
-            await state.record(endpoint: endpoint, status: 200, error: nil, grantID: grantID, now: now)
-            var body: [String: any Sendable] = ["access_token": accessToken, "token_type": "Bearer", "expires_in": 3600, "id_token": idToken]
-            if let refreshToken { body["refresh_token"] = refreshToken }
-            return Response(
-                status: .ok,
-                headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                body: .init(byteBuffer: ByteBuffer(data: try JSONSerialization.data(withJSONObject: body)))
-            )
+            }
+        } catch let answer as SandboxAnswer {
+            return answer.response
         }
     }
 
     func revoke(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let endpoint = AppleEndpoint.revoke.rawValue
         let now = Date()
-        let fields: [String: String]
-        switch try await form(of: request, endpoint: endpoint, now: now) {
-        case .answered(let answer): return answer
-        case .passed(let parsed): fields = parsed
+        do {
+            let fields = try await form(of: request, endpoint: endpoint, now: now)
+            let (app, grantID) = try await admit(fields, endpoint: endpoint, credential: fields["token"], now: now, context: context)
+            guard let token = fields["token"] else { throw await rejection("invalid_request", endpoint, grantID, now, "token is missing") }
+            if let hint = fields["token_type_hint"], hint != "refresh_token", hint != "access_token" {
+                throw await rejection("invalid_request", endpoint, grantID, now, "token_type_hint must be refresh_token or access_token")
+            }
+            await state.revoke(token: token, clientID: app.clientID, now: now)
+            return Response(status: .ok, body: .init(byteBuffer: ByteBuffer()))
+        } catch let answer as SandboxAnswer {
+            return answer.response
         }
-        let grantID = await fields["token"].asyncFlatMap { await state.grantID(forToken: $0) }
-        if let answer = try await injectFault(endpoint: endpoint, grantID: grantID, now: now, context: context) { return answer }
-        let app: SandboxState.App
-        switch await authenticate(fields, endpoint: endpoint, grantID: grantID, now: now) {
-        case .answered(let answer): return answer
-        case .passed(let authenticated): app = authenticated
-        }
-        guard let token = fields["token"] else { return await invalidRequest(endpoint, grantID, now, "token is missing") }
-        if let hint = fields["token_type_hint"], hint != "refresh_token", hint != "access_token" {
-            return await invalidRequest(endpoint, grantID, now, "token_type_hint must be refresh_token or access_token")
-        }
-        await state.revoke(token: token, clientID: app.clientID)
-        await state.record(endpoint: endpoint, status: 200, error: nil, grantID: grantID, now: now)
-        return Response(status: .ok)
     }
 
-    private func invalidRequest(_ endpoint: String, _ grantID: String?, _ now: Date, _ reason: String) async -> Response {
-        await state.record(endpoint: endpoint, status: 400, error: "invalid_request", grantID: grantID, now: now, rejection: reason)
-        return Self.appleError("invalid_request", description: reason)
+    /// Records a refusal and returns it as the answer to throw.
+    private func rejection(_ error: String, _ endpoint: String, _ grantID: String?, _ now: Date, _ reason: String?) async -> SandboxAnswer {
+        await state.record(endpoint: endpoint, status: 400, error: error, grantID: grantID, now: now, rejection: reason)
+        return SandboxAnswer(response: Self.appleError(error, description: reason))
+    }
+
+    /// Signs an identity token for the grant and keeps it for later calls. Apple signs one per
+    /// call; the sandbox signs when a grant is minted and reuses it while it has a minute left,
+    /// so RSA stays off the hot path of a benchmark.
+    @discardableResult
+    private func signIdentityToken(grantID: String, clientID: String, subject: String, now: Date) async throws -> String {
+        let expires = now.addingTimeInterval(TimeInterval(configuration.identityTokenLifetime.components.seconds))
+        let token = try await identityTokens.sign(
+            AppleIdentityClaims(subject: subject, audience: clientID, issuedAt: now, expires: expires, emailVerified: "true", isPrivateEmail: "true")
+        )
+        await state.storeIdentityToken(token, expiresAt: expires, for: grantID)
+        return token
     }
 
     static func appleError(_ code: String, description: String? = nil) -> Response {
@@ -252,10 +253,7 @@ public struct AppleSandbox: Sendable {
 
     private func registerApp(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let body = try await request.decode(as: SandboxAdmin.RegisterApp.self, context: context)
-        guard let publicKey = try? P256.Signing.PublicKey(pemRepresentation: body.publicKeyPEM) else {
-            throw HTTPError(.badRequest, message: "public_key_pem is not a P-256 public key")
-        }
-        await state.register(.init(clientID: body.clientID, teamID: body.teamID, keyID: body.keyID, publicKey: publicKey))
+        try await register(body)
         return Self.json(["client_id": body.clientID], status: .created)
     }
 
@@ -268,6 +266,7 @@ public struct AppleSandbox: Sendable {
             let lifetime = body.lifetimeSeconds ?? TimeInterval(configuration.codeLifetime.components.seconds)
             minted = await state.mintCode(clientID: body.clientID, subject: body.subject, redirectURI: body.redirectURI, lifetime: lifetime, now: Date())
         }
+        try await signIdentityToken(grantID: minted.1, clientID: body.clientID, subject: body.subject, now: Date())
         return Self.json(SandboxAdmin.Minted(value: minted.0, grantID: minted.1), status: .created)
     }
 
@@ -293,15 +292,17 @@ public struct SandboxRequestContext: RequestContext {
     }
 }
 
-/// A check's result: the value to go on with, or the answer to send instead.
-enum Checked<Value> {
-    case passed(Value)
-    case answered(Response)
+/// An answer decided before the real work (a fault, a refusal), thrown to end the handler early.
+struct SandboxAnswer: Error {
+    var response: Response
 }
 
-extension Optional {
-    fileprivate func asyncFlatMap<U>(_ transform: (Wrapped) async -> U?) async -> U? {
-        guard let self else { return nil }
-        return await transform(self)
+extension AppleSandbox {
+    /// Registers an app without going through HTTP (used at start-up).
+    public func register(_ app: SandboxAdmin.RegisterApp) async throws {
+        guard let publicKey = try? P256.Signing.PublicKey(pemRepresentation: app.publicKeyPEM) else {
+            throw HTTPError(.badRequest, message: "public_key_pem is not a P-256 public key")
+        }
+        await state.register(.init(clientID: app.clientID, teamID: app.teamID, keyID: app.keyID, publicKey: publicKey))
     }
 }

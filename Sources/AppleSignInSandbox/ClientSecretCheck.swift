@@ -38,13 +38,14 @@ enum ClientSecretCheck {
         guard parts.count == 3,
             let headerData = Data(base64URL: parts[0]), let claimsData = Data(base64URL: parts[1]), let signature = Data(base64URL: parts[2])
         else { return "client_secret is not a compact JWS" }
-        guard let header = try? JSONDecoder().decode(Header.self, from: headerData) else { return "the JWS header is not JSON" }
+        let decoder = JSONDecoder()
+        guard let header = try? decoder.decode(Header.self, from: headerData) else { return "the JWS header is not JSON" }
         guard header.alg == "ES256" else { return "alg is \(header.alg ?? "missing"), not ES256" }
         guard header.kid == app.keyID else { return "kid does not match the registered key" }
         guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
             app.publicKey.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8))
         else { return "the signature does not verify with the registered key" }
-        guard let claims = try? JSONDecoder().decode(Claims.self, from: claimsData) else { return "the JWS claims are not JSON" }
+        guard let claims = try? decoder.decode(Claims.self, from: claimsData) else { return "the JWS claims are not JSON" }
         guard claims.iss == app.teamID else { return "iss is not the registered Team ID" }
         guard claims.sub == app.clientID else { return "sub is not the client_id" }
         guard claims.aud?.values == [ClientSecretClaims.audience] else { return "aud is not \(ClientSecretClaims.audience)" }
@@ -57,9 +58,18 @@ enum ClientSecretCheck {
 }
 
 extension Data {
+    /// Decodes unpadded base64url, byte by byte (this runs on every sandbox call).
     init?(base64URL text: Substring) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        self.init(base64Encoded: base64)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(text.utf8.count + 3)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "-"): bytes.append(UInt8(ascii: "+"))
+            case UInt8(ascii: "_"): bytes.append(UInt8(ascii: "/"))
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: (4 - bytes.count % 4) % 4))
+        self.init(base64Encoded: Data(bytes))
     }
 }

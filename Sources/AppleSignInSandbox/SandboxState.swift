@@ -1,3 +1,4 @@
+import AppleSignIn
 import Crypto
 import Foundation
 
@@ -17,6 +18,8 @@ actor SandboxState {
         var codeExpiresAt: Date?
         var codeRedirectURI: String?
         var codeUsed = false
+        /// Signed ahead of use so RSA signing stays off the `/auth/token` path.
+        var identityToken: (token: String, expiresAt: Date)?
     }
 
     enum TokenKind { case refresh, access }
@@ -72,6 +75,16 @@ actor SandboxState {
 
     func report(_ grantID: String) -> SandboxGrantReport? { grants[grantID]?.report }
 
+    func storeIdentityToken(_ token: String, expiresAt: Date, for grantID: String) {
+        grants[grantID]?.identityToken = (token, expiresAt)
+    }
+
+    /// The grant's signed identity token while it has at least `margin` left to live.
+    func identityToken(for grantID: String, validAfter date: Date) -> String? {
+        guard let cached = grants[grantID]?.identityToken, cached.expiresAt > date else { return nil }
+        return cached.token
+    }
+
     func reports() -> [SandboxGrantReport] { grantOrder.compactMap { grants[$0]?.report } }
 
     func currentStatistics() -> SandboxStatistics { statistics }
@@ -88,16 +101,52 @@ actor SandboxState {
         }
     }
 
-    func grantID(forCode code: String) -> String? { codes[code] }
+    /// What a call needs before its real work, in one hop: the faults, the grant the code or
+    /// token belongs to, and the app.
+    func lookup(clientID: String?, credential: String?) -> (faults: SandboxFaults, grantID: String?, app: App?) {
+        let grantID = credential.flatMap { codes[$0] ?? tokens[$0]?.grantID }
+        return (faults, grantID, clientID.flatMap { apps[$0] })
+    }
 
-    func grantID(forToken token: String) -> String? { tokens[token]?.grantID }
+    struct IssuedTokens {
+        var accessToken: String
+        var refreshToken: String?
+        var subject: String
+        var grantID: String
+        /// The grant's identity token when one is kept that is still good.
+        var identityToken: String?
+    }
 
     enum Answer {
-        case tokens(accessToken: String, refreshToken: String?, subject: String)
+        case tokens(IssuedTokens)
         case rejected(error: String, description: String)
     }
 
-    func exchange(code: String, clientID: String, redirectURI: String?, now: Date) -> Answer {
+    /// Exchanges a code and records the call.
+    func exchange(code: String, clientID: String, redirectURI: String?, now: Date, identityTokenValidAfter: Date) -> Answer {
+        let answer = exchange(code: code, clientID: clientID, redirectURI: redirectURI, now: now)
+        return recorded(answer, grantID: codes[code], now: now, identityTokenValidAfter: identityTokenValidAfter)
+    }
+
+    /// Validates a refresh token and records the call.
+    func validate(refreshToken: String, clientID: String, now: Date, identityTokenValidAfter: Date) -> Answer {
+        let answer = validate(refreshToken: refreshToken, clientID: clientID)
+        return recorded(answer, grantID: tokens[refreshToken]?.grantID, now: now, identityTokenValidAfter: identityTokenValidAfter)
+    }
+
+    private func recorded(_ answer: Answer, grantID: String?, now: Date, identityTokenValidAfter: Date) -> Answer {
+        switch answer {
+        case .rejected(let error, _):
+            record(endpoint: AppleEndpoint.token.rawValue, status: 400, error: error, grantID: grantID, now: now)
+            return answer
+        case .tokens(var issued):
+            record(endpoint: AppleEndpoint.token.rawValue, status: 200, error: nil, grantID: grantID, now: now)
+            issued.identityToken = identityToken(for: issued.grantID, validAfter: identityTokenValidAfter)
+            return .tokens(issued)
+        }
+    }
+
+    private func exchange(code: String, clientID: String, redirectURI: String?, now: Date) -> Answer {
         guard let grantID = codes[code], let grant = grants[grantID] else {
             return .rejected(error: "invalid_grant", description: "The code has expired or has been revoked.")
         }
@@ -123,10 +172,10 @@ actor SandboxState {
         grants[grantID]?.report.codeExchanges += 1
         let refresh = addToken(.refresh, to: grantID)
         let access = addToken(.access, to: grantID)
-        return .tokens(accessToken: access, refreshToken: refresh, subject: grant.report.subject)
+        return .tokens(IssuedTokens(accessToken: access, refreshToken: refresh, subject: grant.report.subject, grantID: grantID))
     }
 
-    func validate(refreshToken: String, clientID: String) -> Answer {
+    private func validate(refreshToken: String, clientID: String) -> Answer {
         guard let entry = tokens[refreshToken], entry.kind == .refresh, let grant = grants[entry.grantID] else {
             return .rejected(error: "invalid_grant", description: "The refresh token is invalid.")
         }
@@ -136,11 +185,13 @@ actor SandboxState {
         }
         grants[entry.grantID]?.report.validations += 1
         let access = addToken(.access, to: entry.grantID)
-        return .tokens(accessToken: access, refreshToken: nil, subject: grant.report.subject)
+        return .tokens(IssuedTokens(accessToken: access, refreshToken: nil, subject: grant.report.subject, grantID: entry.grantID))
     }
 
-    /// Revokes the grant behind a live token of this app. Unknown, dead and foreign tokens change nothing.
-    func revoke(token: String, clientID: String) {
+    /// Revokes the grant behind a live token of this app and records the call.
+    /// Unknown, dead and foreign tokens change nothing.
+    func revoke(token: String, clientID: String, now: Date) {
+        record(endpoint: AppleEndpoint.revoke.rawValue, status: 200, error: nil, grantID: tokens[token]?.grantID, now: now)
         guard let entry = tokens[token], let grant = grants[entry.grantID], grant.report.clientID == clientID else { return }
         grants[entry.grantID]?.report.revokeCalls += 1
         if !grant.report.revoked {
