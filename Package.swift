@@ -58,6 +58,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            resources: [.embedInCode("Migrations")],
             swiftSettings: swiftSettings
         ),
         .target(
