@@ -97,8 +97,10 @@ extension RevocationQueue {
                 ).collect()
                 var count = 0
                 for row in rows {
-                    let (oldID, reference, appleUserID, rawKind, rawEnqueuedKind, bytes, keyID, digest, redirectURI, maxAttempts) =
-                        try row.decode((UUID, String, String?, String, String, [UInt8], String, [UInt8], String?, Int).self)
+                    let (oldID, reference, appleUserID, rawKind, rawEnqueuedKind, sealedBuffer, keyID, digestBuffer, redirectURI, maxAttempts) =
+                        try row.decode((UUID, String, String?, String, String, ByteBuffer, String, ByteBuffer, String?, Int).self)
+                    let bytes = Array(sealedBuffer.readableBytesView)
+                    let digest = Array(digestBuffer.readableBytesView)
                     guard let kind = CredentialKind(rawValue: rawKind), CredentialKind(rawValue: rawEnqueuedKind) != nil else {
                         throw RevokerStoreError(.unexpectedData, "unknown credential kind in the database")
                     }
@@ -110,8 +112,8 @@ extension RevocationQueue {
                         INSERT INTO revoker.revocation_requests
                             (id, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind, sealed_credential,
                              credential_key_id, credential_digest, redirect_uri, max_attempts, requeued_from)
-                        VALUES (\(newID), \(clientID), \(reference), \(appleUserID), \(rawKind), \(rawEnqueuedKind), \(sealed.bytes),
-                                \(sealed.keyID), \(digest), \(redirectURI), \(maxAttempts), \(oldID))
+                        VALUES (\(newID), \(clientID), \(reference), \(appleUserID), \(rawKind), \(rawEnqueuedKind), \(ByteBuffer(bytes: sealed.bytes)),
+                                \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(redirectURI), \(maxAttempts), \(oldID))
                         ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
                         RETURNING id
                         """,

@@ -162,7 +162,7 @@ extension RevocationQueue {
             try await connection.query(
                 """
                 UPDATE revoker.revocation_requests
-                SET credential_kind = \(credential.kind.rawValue), sealed_credential = \(sealed.bytes),
+                SET credential_kind = \(credential.kind.rawValue), sealed_credential = \(ByteBuffer(bytes: sealed.bytes)),
                     credential_key_id = \(sealed.keyID), updated_at = now()
                 WHERE id = \(lease.requestID)
                 """,

@@ -130,8 +130,8 @@ public struct RevocationQueue: Sendable {
                             (id, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
                              sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts)
                         VALUES (\(id), \(new.clientID), \(new.externalReference), \(new.appleUserID),
-                                \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(sealed.bytes),
-                                \(sealed.keyID), \(digest), \(new.redirectURI), \(new.maxAttempts))
+                                \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
+                                \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(new.redirectURI), \(new.maxAttempts))
                         ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
                         RETURNING \(unescaped: Self.requestColumns)
                         """,
@@ -155,7 +155,7 @@ public struct RevocationQueue: Sendable {
                     ).collect()
                     guard let row = existing.first else { return nil }
                     let request = try Self.decodeRequest(row)
-                    let storedDigest = try row.makeRandomAccess()["credential_digest"].decode([UInt8].self)
+                    let storedDigest = Array(try row.makeRandomAccess()["credential_digest"].decode(ByteBuffer.self).readableBytesView)
                     guard storedDigest == digest, request.enqueuedKind == new.credential.kind else {
                         throw RevokerStoreError(
                             .conflict, "a live revocation request for this external reference has a different credential"
@@ -219,7 +219,7 @@ public struct RevocationQueue: Sendable {
         try await connection.query(
             """
             UPDATE revoker.revocation_requests
-            SET sealed_credential = \(sealed.bytes), credential_key_id = \(sealed.keyID), updated_at = now()
+            SET sealed_credential = \(ByteBuffer(bytes: sealed.bytes)), credential_key_id = \(sealed.keyID), updated_at = now()
             WHERE id = \(id)
             """,
             logger: self.logger
@@ -286,7 +286,7 @@ public struct RevocationQueue: Sendable {
                 for row in rows {
                     var request = try Self.decodeRequest(row)
                     let cells = row.makeRandomAccess()
-                    let sealedBytes = try cells["sealed_credential"].decode([UInt8]?.self)
+                    let sealedBytes = try cells["sealed_credential"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
                     let keyID = try cells["credential_key_id"].decode(String?.self)
                     let intake = try cells["intake_credential"].decode(String?.self)
                     let credential: Credential
