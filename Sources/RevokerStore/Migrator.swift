@@ -58,14 +58,14 @@ public struct Migrator: Sendable {
     public func migrate() async throws -> [Int] {
         try await StoreDatabase.run(self.logger) {
             try await self.client.withConnection { connection in
-                try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: self.logger)
+                try await connection.run("SELECT pg_advisory_lock(\(Self.lockKey))", logger: self.logger)
                 do {
                     let applied = try await self.apply(on: connection)
-                    try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: self.logger)
+                    try await connection.run("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: self.logger)
                     return applied
                 } catch {
                     // Closing is the only safe way to drop a session lock after an unknown failure.
-                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: self.logger)
+                    _ = try? await connection.run("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: self.logger)
                     throw error
                 }
             }
@@ -127,8 +127,8 @@ public struct Migrator: Sendable {
     }
 
     private func apply(on connection: PostgresConnection) async throws -> [Int] {
-        try await connection.query("CREATE SCHEMA IF NOT EXISTS revoker", logger: self.logger)
-        try await connection.query(
+        try await connection.run("CREATE SCHEMA IF NOT EXISTS revoker", logger: self.logger)
+        try await connection.run(
             """
             CREATE TABLE IF NOT EXISTS revoker.schema_migrations (
                 version integer PRIMARY KEY, name text NOT NULL, checksum text,
@@ -148,7 +148,7 @@ public struct Migrator: Sendable {
             if let record = applied[migration.version] {
                 if record.checksum == nil {
                     // Applied by psql: adopt it with the embedded file's checksum.
-                    try await connection.query(
+                    try await connection.run(
                         "UPDATE revoker.schema_migrations SET checksum = \(migration.checksum) WHERE version = \(migration.version)",
                         logger: self.logger
                     )
@@ -160,9 +160,9 @@ public struct Migrator: Sendable {
             do {
                 try await connection.withTransaction(logger: self.logger) { connection in
                     for statement in SQLStatementSplitter.split(migration.sql) {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger)
+                        try await connection.run(PostgresQuery(unsafeSQL: statement), logger: self.logger)
                     }
-                    try await connection.query(
+                    try await connection.run(
                         """
                         INSERT INTO revoker.schema_migrations (version, name, checksum)
                         VALUES (\(migration.version), \(migration.name), \(migration.checksum))

@@ -240,6 +240,12 @@ public struct QueueStatistics: Sendable, Hashable {
     public struct Outcome: Sendable, Hashable {
         public var state: RevocationState
         public var outcome: RevocationOutcome
+
+        /// Creates a pair.
+        public init(state: RevocationState, outcome: RevocationOutcome) {
+            self.state = state
+            self.outcome = outcome
+        }
     }
 }
 

@@ -53,7 +53,7 @@ extension RevocationQueue {
                     guard let request = try await self.request(id: id, on: connection) else { return .notFound }
                     return .notCancellable(request)
                 }
-                try await connection.query(
+                try await connection.run(
                     """
                     UPDATE revoker.revocation_requests
                     SET state = 'cancelled', outcome = 'cancelled', finished_at = now(), updated_at = now(),
@@ -62,7 +62,7 @@ extension RevocationQueue {
                     """,
                     logger: logger
                 )
-                try await connection.query("DELETE FROM revoker.credential_intake WHERE request_id = \(id)", logger: logger)
+                try await connection.run("DELETE FROM revoker.credential_intake WHERE request_id = \(id)", logger: logger)
                 try await Self.insertEvents(
                     [AuditEvent(.cancelled), AuditEvent(.credentialErased)], requestID: id, actor: actor, on: connection, logger: logger
                 )
@@ -120,7 +120,7 @@ extension RevocationQueue {
                         logger: logger
                     ).collect()
                     guard !inserted.isEmpty else { continue }
-                    try await connection.query(
+                    try await connection.run(
                         """
                         UPDATE revoker.revocation_requests SET sealed_credential = NULL, credential_key_id = NULL, updated_at = now()
                         WHERE id = \(oldID)
@@ -150,7 +150,7 @@ extension RevocationQueue {
         let logger = self.logger
         try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO revoker.app_pauses (client_id, reason_code, reason_description, next_probe_at)
                     VALUES (\(clientID), \(String(reason.code.prefix(100))), \(reason.description.map { String($0.prefix(500)) }),
@@ -161,7 +161,7 @@ extension RevocationQueue {
                     """,
                     logger: logger
                 )
-                try await connection.query(
+                try await connection.run(
                     """
                     INSERT INTO revoker.audit_events (client_id, event, actor, apple_error, detail)
                     VALUES (\(clientID), 'app_paused', \(actor), \(String(reason.code.prefix(100))),
@@ -185,7 +185,7 @@ extension RevocationQueue {
                     "DELETE FROM revoker.app_pauses WHERE client_id = \(clientID) RETURNING client_id", logger: logger
                 ).collect()
                 guard !rows.isEmpty else { return false }
-                try await connection.query(
+                try await connection.run(
                     "INSERT INTO revoker.audit_events (client_id, event, actor) VALUES (\(clientID), 'app_resumed', \(actor))",
                     logger: logger
                 )

@@ -38,7 +38,7 @@ extension RevocationQueue {
         guard ms > 0 else { throw RevokerStoreError(.invalidArgument, "the lease extension must be positive") }
         let logger = self.logger
         return try await self.fenced(lease) { connection in
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE revoker.revocation_requests
                 SET lease_expires_at = now() + make_interval(secs => \(ms)::float8 / 1000.0), updated_at = now()
@@ -65,7 +65,7 @@ extension RevocationQueue {
         let logger = self.logger
         let applied = try await self.fenced(lease) { connection in
             try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE revoker.revocation_requests
                 SET state = \(state.rawValue), outcome = \(outcome.rawValue), finished_at = now(), updated_at = now(),
@@ -80,11 +80,11 @@ extension RevocationQueue {
             )
             var closing = [AuditEvent(state == .succeeded ? .succeeded : .failed, detail: "outcome=\(outcome.rawValue)")]
             if keep {
-                try await connection.query(
+                try await connection.run(
                     "DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger
                 )
             } else {
-                try await connection.query(
+                try await connection.run(
                     "DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger
                 )
                 closing.append(AuditEvent(.credentialErased))
@@ -110,7 +110,7 @@ extension RevocationQueue {
         let logger = self.logger
         return try await self.fenced(lease) { connection in
             try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE revoker.revocation_requests
                 SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
@@ -135,7 +135,7 @@ extension RevocationQueue {
     public func release(_ lease: Lease) async throws -> Bool {
         let logger = self.logger
         return try await self.fenced(lease) { connection in
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE revoker.revocation_requests
                 SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, run_after = now(),
@@ -159,7 +159,7 @@ extension RevocationQueue {
         let sealed = try self.sealer.seal(credential, requestID: lease.requestID)
         let logger = self.logger
         return try await self.fenced(lease) { connection in
-            try await connection.query(
+            try await connection.run(
                 """
                 UPDATE revoker.revocation_requests
                 SET credential_kind = \(credential.kind.rawValue), sealed_credential = \(ByteBuffer(bytes: sealed.bytes)),
@@ -168,7 +168,7 @@ extension RevocationQueue {
                 """,
                 logger: logger
             )
-            try await connection.query("DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger)
+            try await connection.run("DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger)
             try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
         }
     }

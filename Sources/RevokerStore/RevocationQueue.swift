@@ -88,7 +88,7 @@ public struct RevocationQueue: Sendable {
         _ events: [AuditEvent], requestID: UUID, actor: String, on connection: PostgresConnection, logger: Logger
     ) async throws {
         for event in events {
-            try await connection.query(
+            try await connection.run(
                 """
                 INSERT INTO revoker.audit_events
                     (request_id, client_id, external_reference, apple_user_id, event, attempt, actor,
@@ -216,7 +216,7 @@ public struct RevocationQueue: Sendable {
 
     func sealIntakeRow(id: UUID, credential: Credential, on connection: PostgresConnection) async throws {
         let sealed = try self.sealer.seal(credential, requestID: id)
-        try await connection.query(
+        try await connection.run(
             """
             UPDATE revoker.revocation_requests
             SET sealed_credential = \(ByteBuffer(bytes: sealed.bytes)), credential_key_id = \(sealed.keyID), updated_at = now()
@@ -224,7 +224,7 @@ public struct RevocationQueue: Sendable {
             """,
             logger: self.logger
         )
-        try await connection.query("DELETE FROM revoker.credential_intake WHERE request_id = \(id)", logger: self.logger)
+        try await connection.run("DELETE FROM revoker.credential_intake WHERE request_id = \(id)", logger: self.logger)
         try await Self.insertEvents(
             [AuditEvent(.credentialSealed, detail: "sealed from SQL intake")],
             requestID: id, actor: "worker", on: connection, logger: self.logger
@@ -306,7 +306,7 @@ public struct RevocationQueue: Sendable {
                             "Claimed request has an unreadable credential; deferring it",
                             metadata: ["revoker.request.id": "\(request.id)", "revoker.error.code": "\(error.code)"]
                         )
-                        try await connection.query(
+                        try await connection.run(
                             """
                             UPDATE revoker.revocation_requests
                             SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1,

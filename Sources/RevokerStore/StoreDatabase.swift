@@ -47,3 +47,11 @@ enum StoreDatabase {
         }
     }
 }
+
+extension PostgresConnection {
+    /// Runs a statement and consumes its result, so that errors raised while the server
+    /// executes it (after the row description) are thrown here rather than dropped.
+    func run(_ query: PostgresQuery, logger: Logger) async throws {
+        _ = try await self.query(query, logger: logger).collect()
+    }
+}

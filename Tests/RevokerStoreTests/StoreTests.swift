@@ -127,7 +127,7 @@ struct QueueTests {
         try await Fixtures.withQueue { db, queue in
             try await db.client.query(
                 "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 3) g"
-            )
+            ).collect()
             #expect(try await queue.statistics().unsealedIntake == 3)
             #expect(try await queue.sealIntake() == 3)
             #expect(try await queue.statistics().unsealedIntake == 0)
@@ -140,7 +140,7 @@ struct QueueTests {
         try await Fixtures.withQueue { db, queue in
             try await db.client.query(
                 "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 5000) g"
-            )
+            ).collect()
             let claims = try await withThrowingTaskGroup(of: [UUID].self) { group in
                 for worker in 0..<8 {
                     group.addTask {
@@ -256,8 +256,16 @@ struct QueueTests {
     @Test func auditTrailIsAppendOnly() async throws {
         try await Fixtures.withQueue { db, queue in
             _ = try await queue.enqueue(Fixtures.new("user-1"), actor: "t")
+            let owner = try await db.client.query("SELECT current_user::text, (SELECT tableowner::text FROM pg_tables WHERE schemaname = 'revoker' AND tablename = 'audit_events')").collect()
+            let (user, tableOwner) = try #require(try owner.first?.decode((String, String).self))
+            #expect(user == tableOwner)
             for sql in ["UPDATE revoker.audit_events SET actor = 'x'", "DELETE FROM revoker.audit_events", "TRUNCATE revoker.audit_events"] {
-                await #expect(throws: (any Error).self) { try await db.client.query(PostgresQuery(unsafeSQL: sql)) }
+                do {
+                    _ = try await db.client.query(PostgresQuery(unsafeSQL: sql)).collect()
+                    Issue.record("audit change was accepted: \(sql)")
+                } catch let error as PSQLError {
+                    #expect(error.serverInfo?[.sqlState] == "RV403")
+                }
             }
             let rows = try await db.client.query("SELECT count(*)::int FROM revoker.audit_events").collect()
             #expect(try rows.first?.decode(Int.self) == 1)
@@ -305,10 +313,10 @@ struct QueueTests {
                 let state = try await connection.query("SELECT state FROM revoker.revocation_requests", logger: logger).collect()
                 #expect(try state.first?.decode(String.self) == "pending")
                 await #expect(throws: (any Error).self) {
-                    try await connection.query("SELECT sealed_credential FROM revoker.revocation_requests", logger: logger)
+                    _ = try await connection.query("SELECT sealed_credential FROM revoker.revocation_requests", logger: logger).collect()
                 }
                 await #expect(throws: (any Error).self) {
-                    try await connection.query("SELECT credential FROM revoker.credential_intake", logger: logger)
+                    _ = try await connection.query("SELECT credential FROM revoker.credential_intake", logger: logger).collect()
                 }
                 await #expect(throws: (any Error).self) {
                     try await connection.query("UPDATE revoker.revocation_requests SET max_attempts = 2", logger: logger)
@@ -318,7 +326,7 @@ struct QueueTests {
                 let audit = try await connection.query("SELECT count(*)::int FROM revoker.audit_events", logger: logger).collect()
                 #expect(try audit.first?.decode(Int.self) == 1)
                 await #expect(throws: (any Error).self) {
-                    try await connection.query("SELECT id FROM revoker.revocation_requests", logger: logger)
+                    _ = try await connection.query("SELECT id FROM revoker.revocation_requests", logger: logger).collect()
                 }
                 try await connection.query("RESET ROLE", logger: logger)
                 try await connection.query("SET ROLE revoker_worker", logger: logger)
@@ -327,6 +335,120 @@ struct QueueTests {
                 }
                 try await connection.query("RESET ROLE", logger: logger)
             }
+        }
+    }
+}
+
+@Suite("Queue lifecycle")
+struct LifecycleTests {
+    @Test func sqlAndSwiftPathsAgreeOnReplays() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let rows = try await db.client.query(
+                "SELECT revoker.enqueue_revocation('com.example.app', 'sql-first', 'refresh_token', 'tok-ä-1')"
+            ).collect()
+            let sqlID = try #require(try rows.first?.decode(UUID.self))
+            let replay = try await queue.enqueue(Fixtures.new("sql-first", secret: "tok-ä-1"), actor: "t")
+            #expect(replay == .existing(try #require(try await queue.request(id: sqlID))))
+            await #expect(throws: RevokerStoreError.self) {
+                try await queue.enqueue(Fixtures.new("sql-first", secret: "tok-ä-2"), actor: "t")
+            }
+
+            let swiftID = try await queue.enqueue(Fixtures.new("swift-first", secret: "tok-3"), actor: "t").request.id
+            let sqlReplay = try await db.client.query(
+                "SELECT revoker.enqueue_revocation('com.example.app', 'swift-first', 'refresh_token', 'tok-3')"
+            ).collect()
+            #expect(try sqlReplay.first?.decode(UUID.self) == swiftID)
+            do {
+                _ = try await db.client.query("SELECT revoker.enqueue_revocation('com.example.app', 'swift-first', 'access_token', 'tok-3')").collect()
+                Issue.record("conflicting SQL replay accepted")
+            } catch let error as PSQLError {
+                #expect(error.serverInfo?[.sqlState] == "RV409")
+            }
+            let count = try await db.client.query("SELECT count(*)::int FROM revoker.revocation_requests").collect()
+            #expect(try count.first?.decode(Int.self) == 2)
+        }
+    }
+
+    @Test func retryReleaseAndRequeueAfterConfigurationFailure() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let id = try await queue.enqueue(Fixtures.new("user-1", secret: "tok-1"), actor: "t").request.id
+            var claimed = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").first)
+            #expect(claimed.request.attempts == 1)
+            #expect(try await queue.retry(claimed.lease, after: .seconds(3600), error: RevocationError(code: "invalid_client"), countsAttempt: false))
+            var request = try #require(try await queue.request(id: id))
+            #expect(request.state == .pending)
+            #expect(request.attempts == 0)
+            #expect(request.lastErrorCode == "invalid_client")
+            #expect(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").isEmpty)
+            #expect(try await queue.retry(claimed.lease, after: .zero, error: nil) == false)
+
+            try await db.client.query("UPDATE revoker.revocation_requests SET run_after = now()")
+            claimed = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").first)
+            #expect(try await queue.extendLease(claimed.lease, by: .seconds(120)))
+            #expect(try await queue.release(claimed.lease))
+            request = try #require(try await queue.request(id: id))
+            #expect(request.state == .pending && request.attempts == 0)
+
+            claimed = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").first)
+            #expect(try await queue.finish(
+                claimed.lease, state: .failed, outcome: .clientMisconfigured, error: RevocationError(code: "invalid_client")
+            ))
+            #expect(try await queue.request(id: id)?.hasCredential == true)
+            #expect(try await queue.requeueConfigurationFailures(clientID: "com.example.other", actor: "ops") == 0)
+            #expect(try await queue.requeueConfigurationFailures(clientID: "com.example.app", actor: "ops") == 1)
+            #expect(try await queue.requeueConfigurationFailures(clientID: "com.example.app", actor: "ops") == 0)
+            #expect(try await queue.request(id: id)?.hasCredential == false)
+            let fresh = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").first)
+            #expect(fresh.request.requeuedFrom == id)
+            #expect(fresh.request.attempts == 1)
+            #expect(fresh.credential.secret == "tok-1")
+            let events = try await AuditLog(client: db.client, logger: Logger(label: "t")).query(AuditQuery(requestID: id))
+            #expect(events.records.map(\.event) == [
+                "enqueued", "claimed", "retry_scheduled", "claimed", "released", "claimed", "failed", "requeued", "credential_erased",
+            ])
+            await #expect(throws: RevokerStoreError.self) {
+                try await queue.finish(fresh.lease, state: .failed, outcome: .revoked)
+            }
+        }
+    }
+
+    @Test func wakeUpsFireOnInsert() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let woke = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await queue.withWakeUps { wakeUps in
+                        for try await _ in wakeUps { return true }
+                        return false
+                    }
+                }
+                group.addTask {
+                    // Keep inserting until the listener has started and hears one.
+                    for index in 0..<100 {
+                        try await Task.sleep(for: .milliseconds(100))
+                        _ = try await queue.enqueue(Fixtures.new("wake-\(index)"), actor: "t")
+                    }
+                    return false
+                }
+                let first = try await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            #expect(woke)
+        }
+    }
+
+    @Test func statisticsCountStatesAndOutcomes() async throws {
+        try await Fixtures.withQueue { db, queue in
+            _ = try await queue.enqueue(Fixtures.new("a"), actor: "t")
+            _ = try await queue.enqueue(Fixtures.new("b"), actor: "t")
+            let claimed = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").first)
+            #expect(try await queue.finish(claimed.lease, state: .succeeded, outcome: .alreadyInvalid))
+            let statistics = try await queue.statistics()
+            #expect(statistics.byState[.pending] == 1)
+            #expect(statistics.byState[.succeeded] == 1)
+            #expect(statistics.byOutcome[QueueStatistics.Outcome(state: .succeeded, outcome: .alreadyInvalid)] == 1)
+            #expect(statistics.pausedApps == 0)
+            #expect(try await queue.list(RevocationFilter(state: .pending)).map(\.externalReference) == ["b"])
         }
     }
 }
