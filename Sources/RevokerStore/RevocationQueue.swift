@@ -254,10 +254,13 @@ public struct RevocationQueue: Sendable {
             try await self.client.withTransaction(logger: self.logger) { connection in
                 let rows = try await connection.query(
                     """
+                    -- Paused apps are excluded through an InitPlan array, not NOT EXISTS: the anti-join's
+                    -- row estimate (app_pauses is tiny and rarely analyzed) made the planner sort all due
+                    -- rows; this form keeps the ordered scan of revocation_requests_claim (docs/store.md).
                     WITH candidates AS (
                         SELECT c.id FROM revoker.revocation_requests c
                         WHERE c.state = 'pending' AND c.run_after <= now()
-                          AND NOT EXISTS (SELECT 1 FROM revoker.app_pauses p WHERE p.client_id = c.client_id)
+                          AND c.client_id <> ALL (ARRAY(SELECT p.client_id FROM revoker.app_pauses p))
                         ORDER BY (c.credential_kind <> 'authorization_code'), c.run_after, c.id
                         LIMIT \(batch)
                         FOR UPDATE SKIP LOCKED
