@@ -36,6 +36,17 @@ struct MigrationTests {
         }
     }
 
+    @Test func everyMigrationFileIsEmbedded() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("migrations")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files.map { String($0.dropLast(4)) } == Migration.all.map(\.name))
+        for (file, migration) in zip(files, Migration.all) {
+            #expect(try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8) == migration.sql)
+            #expect(Int(file.prefix(4)) == migration.version)
+        }
+    }
+
     @Test func refusesChangedChecksum() async throws {
         try await TestDatabase.withTestDatabase { (db: TestDatabase) async throws in
             try await Migrator(client: db.client, logger: Logger(label: "t")).migrate()
