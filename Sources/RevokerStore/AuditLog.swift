@@ -4,14 +4,19 @@ import PostgresNIO
 
 /// A query over the audit trail. All filters combine with AND.
 public struct AuditQuery: Sendable, Hashable {
+    /// Only events of this request.
     public var requestID: UUID?
+    /// Only events with this external reference.
     public var externalReference: String?
+    /// Only events of this app.
     public var clientID: String?
+    /// Only events with this Apple user id.
     public var appleUserID: String?
     /// Inclusive lower bound of `occurred_at`.
     public var from: Date?
     /// Exclusive upper bound of `occurred_at`.
     public var to: Date?
+    /// Only these event kinds.
     public var events: [AuditEventKind]?
     /// The `nextCursor` of the previous page.
     public var cursor: String?
@@ -37,6 +42,7 @@ public struct AuditQuery: Sendable, Hashable {
 
 /// One page of audit records, ordered by (occurred_at, id).
 public struct AuditPage: Sendable, Hashable {
+    /// The records of this page.
     public var records: [AuditRecord]
     /// Opaque cursor for the next page; nil when this page is the last.
     public var nextCursor: String?

@@ -104,9 +104,13 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
 
 /// A stored revocation request (without its credential).
 public struct RevocationRequest: Sendable, Hashable, Identifiable {
+    /// Request id.
     public var id: UUID
+    /// The app's `client_id`.
     public var clientID: String
+    /// The enqueuer's reference.
     public var externalReference: String
+    /// Apple's user id (`sub`), when given.
     public var appleUserID: String?
     /// The kind of the stored credential (becomes `refresh_token` after a code exchange).
     public var credentialKind: CredentialKind
@@ -114,21 +118,35 @@ public struct RevocationRequest: Sendable, Hashable, Identifiable {
     public var enqueuedKind: CredentialKind
     /// Whether a credential is still stored (sealed or in intake).
     public var hasCredential: Bool
+    /// Redirect URI the code was issued for, if any.
     public var redirectURI: String?
+    /// Current state.
     public var state: RevocationState
+    /// Outcome, once final.
     public var outcome: RevocationOutcome?
+    /// Attempts started so far (claims, minus those given back).
     public var attempts: Int
+    /// Attempts allowed before `exhausted`.
     public var maxAttempts: Int
+    /// Not claimed before this time.
     public var runAfter: Date
+    /// Worker holding the lease, while running.
     public var leaseOwner: String?
+    /// Lease expiry, while running.
     public var leaseExpiresAt: Date?
+    /// Incremented on every claim; fenced operations compare it.
     public var fencingToken: Int64
+    /// Last error code recorded (Apple `error` or an internal code).
     public var lastErrorCode: String?
+    /// Last error description recorded (no secrets).
     public var lastErrorDescription: String?
     /// The failed request this one was requeued from, if any.
     public var requeuedFrom: UUID?
+    /// Creation time (database clock).
     public var createdAt: Date
+    /// Last change (database clock).
     public var updatedAt: Date
+    /// When it became final.
     public var finishedAt: Date?
 }
 
@@ -150,9 +168,13 @@ public enum EnqueueResult: Sendable, Hashable {
 /// A claim on a running request. Fenced operations apply only while its fencing token is
 /// the request's current one.
 public struct Lease: Sendable, Hashable {
+    /// The claimed request.
     public var requestID: UUID
+    /// The request's fencing token at claim time.
     public var fencingToken: Int64
+    /// The worker that claimed it (also the actor of its audit events).
     public var owner: String
+    /// Expiry as of the claim (extendLease moves it in the database only).
     public var expiresAt: Date
 
     /// Creates a lease value (normally returned by ``RevocationQueue/claim(batch:lease:owner:)``).
@@ -166,9 +188,11 @@ public struct Lease: Sendable, Hashable {
 
 /// A claimed request with its opened credential.
 public struct ClaimedRevocation: Sendable, CustomStringConvertible {
+    /// The request as claimed (state `running`).
     public var request: RevocationRequest
     /// The opened credential. Never log it (its description is redacted).
     public var credential: Credential
+    /// The lease for fenced operations.
     public var lease: Lease
 
     public var description: String {
@@ -206,8 +230,11 @@ public struct AppPauseReason: Sendable, Hashable {
 
 /// An app whose requests are not claimed because of a configuration fault.
 public struct AppPause: Sendable, Hashable {
+    /// The paused app.
     public var clientID: String
+    /// Why.
     public var reason: AppPauseReason
+    /// Since when.
     public var pausedAt: Date
     /// When the worker should try a single request again to see if the fault is fixed.
     public var nextProbeAt: Date
@@ -238,7 +265,9 @@ public struct QueueStatistics: Sendable, Hashable {
 
     /// A (state, outcome) pair.
     public struct Outcome: Sendable, Hashable {
+        /// Final state.
         public var state: RevocationState
+        /// Outcome.
         public var outcome: RevocationOutcome
 
         /// Creates a pair.
@@ -251,9 +280,13 @@ public struct QueueStatistics: Sendable, Hashable {
 
 /// Filter for ``RevocationQueue/list(_:)``.
 public struct RevocationFilter: Sendable, Hashable {
+    /// Only this app.
     public var clientID: String?
+    /// Only this external reference.
     public var externalReference: String?
+    /// Only this Apple user id.
     public var appleUserID: String?
+    /// Only this state.
     public var state: RevocationState?
     /// Only requests created strictly before this (for paging back in time).
     public var createdBefore: Date?

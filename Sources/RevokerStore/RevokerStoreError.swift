@@ -6,7 +6,7 @@
 public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStringConvertible, Sendable {
     /// What went wrong, as a stable code that can grow without breaking callers.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
-        enum Base: String, Sendable, Hashable {
+        private enum Base: String, Sendable, Hashable {
             case conflict
             case notFound
             case invalidArgument
@@ -22,9 +22,9 @@ public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStri
             case unexpectedData
         }
 
-        let base: Base
+        private let base: Base
 
-        init(_ base: Base) { self.base = base }
+        private init(_ base: Base) { self.base = base }
 
         /// A live request with the same (client id, external reference) holds a different credential.
         public static let conflict = Self(.conflict)
