@@ -65,6 +65,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            resources: [.embedInCode("Migrations")],
             swiftSettings: swiftSettings
         ),
         .target(

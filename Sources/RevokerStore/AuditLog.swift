@@ -1,0 +1,138 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A query over the audit trail. All filters combine with AND.
+public struct AuditQuery: Sendable, Hashable {
+    /// Only events of this request.
+    public var requestID: UUID?
+    /// Only events with this external reference.
+    public var externalReference: String?
+    /// Only events of this app.
+    public var clientID: String?
+    /// Only events with this Apple user id.
+    public var appleUserID: String?
+    /// Inclusive lower bound of `occurred_at`.
+    public var from: Date?
+    /// Exclusive upper bound of `occurred_at`.
+    public var to: Date?
+    /// Only these event kinds.
+    public var events: [AuditEventKind]?
+    /// The `nextCursor` of the previous page.
+    public var cursor: String?
+    /// Page size, 1...1000.
+    public var limit: Int
+
+    /// Creates a query.
+    public init(
+        requestID: UUID? = nil, externalReference: String? = nil, clientID: String? = nil, appleUserID: String? = nil,
+        from: Date? = nil, to: Date? = nil, events: [AuditEventKind]? = nil, cursor: String? = nil, limit: Int = 100
+    ) {
+        self.requestID = requestID
+        self.externalReference = externalReference
+        self.clientID = clientID
+        self.appleUserID = appleUserID
+        self.from = from
+        self.to = to
+        self.events = events
+        self.cursor = cursor
+        self.limit = limit
+    }
+}
+
+/// One page of audit records, ordered by (occurred_at, id).
+public struct AuditPage: Sendable, Hashable {
+    /// The records of this page.
+    public var records: [AuditRecord]
+    /// Opaque cursor for the next page; nil when this page is the last.
+    public var nextCursor: String?
+}
+
+/// Read access to the append-only audit trail.
+public struct AuditLog: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// Creates an audit log reader.
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Runs a query; pages with keyset pagination on (occurred_at, id).
+    ///
+    /// Events are timestamped with the database's `clock_timestamp()` when inserted; a
+    /// transaction that commits late can insert rows "behind" a cursor, so tail the log with
+    /// a small overlap if completeness while writers are active matters.
+    public func query(_ query: AuditQuery) async throws -> AuditPage {
+        guard (1...1000).contains(query.limit) else {
+            throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
+        }
+        var sql = """
+            SELECT id, (extract(epoch FROM occurred_at) * 1000000)::bigint, request_id, client_id, external_reference,
+                   apple_user_id, event, attempt, actor, apple_endpoint, http_status, apple_error,
+                   apple_error_description, latency_ms, detail
+            FROM revoker.audit_events WHERE true
+            """
+        var binds = PostgresBindings()
+        func next() -> String { "$\(binds.count)" }
+        if let value = query.requestID { binds.append(value); sql += " AND request_id = \(next())" }
+        if let value = query.externalReference { binds.append(value); sql += " AND external_reference = \(next())" }
+        if let value = query.clientID { binds.append(value); sql += " AND client_id = \(next())" }
+        if let value = query.appleUserID { binds.append(value); sql += " AND apple_user_id = \(next())" }
+        if let value = query.from { binds.append(value); sql += " AND occurred_at >= \(next())" }
+        if let value = query.to { binds.append(value); sql += " AND occurred_at < \(next())" }
+        if let events = query.events {
+            binds.append(events.map(\.rawValue)); sql += " AND event = ANY(\(next())::text[])"
+        }
+        if let cursor = query.cursor {
+            let (micros, id) = try Self.decodeCursor(cursor)
+            binds.append(micros)
+            let microsParameter = next()
+            binds.append(id)
+            sql += " AND (occurred_at, id) > (timestamptz 'epoch' + \(microsParameter)::float8 * interval '1 microsecond', \(next()))"
+        }
+        binds.append(query.limit + 1)
+        sql += " ORDER BY occurred_at, id LIMIT \(next())"
+
+        var records: [AuditRecord] = []
+        var micros: [Int64] = []
+        let rows = try await StoreDatabase.run(self.logger) {
+            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: self.logger).collect()
+        }
+        for row in rows {
+            let cells = try row.decode((Int64, Int64, UUID?, String?, String?, String?, String, Int?, String, String?, Int?, String?, String?, Int?, String?).self)
+            records.append(AuditRecord(
+                id: cells.0, occurredAt: Date(timeIntervalSince1970: Double(cells.1) / 1_000_000), requestID: cells.2,
+                clientID: cells.3, externalReference: cells.4, appleUserID: cells.5, event: cells.6,
+                attempt: cells.7, actor: cells.8, appleEndpoint: cells.9, httpStatus: cells.10, appleError: cells.11,
+                appleErrorDescription: cells.12, latencyMilliseconds: cells.13, detail: cells.14
+            ))
+            micros.append(cells.1)
+        }
+        var cursor: String?
+        if records.count > query.limit {
+            records.removeLast()
+            micros.removeLast()
+            if let last = records.last, let lastMicros = micros.last {
+                cursor = Self.encodeCursor(micros: lastMicros, id: last.id)
+            }
+        }
+        return AuditPage(records: records, nextCursor: cursor)
+    }
+
+    static func encodeCursor(micros: Int64, id: Int64) -> String {
+        Data("v1:\(micros):\(id)".utf8).base64EncodedString()
+    }
+
+    static func decodeCursor(_ cursor: String) throws(RevokerStoreError) -> (Int64, Int64) {
+        guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8) else {
+            throw RevokerStoreError(.invalidArgument, "malformed cursor")
+        }
+        let parts = text.split(separator: ":")
+        guard parts.count == 3, parts[0] == "v1", let micros = Int64(parts[1]), let id = Int64(parts[2]) else {
+            throw RevokerStoreError(.invalidArgument, "malformed cursor")
+        }
+        return (micros, id)
+    }
+}

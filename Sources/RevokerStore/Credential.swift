@@ -1,0 +1,45 @@
+import Crypto
+import Foundation
+
+/// What kind of Apple credential a request holds.
+public struct CredentialKind: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init?(rawValue: String) {
+        guard Self.all.contains(where: { $0.rawValue == rawValue }) else { return nil }
+        self.rawValue = rawValue
+    }
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// A single-use authorization code (valid for five minutes after Apple issued it).
+    public static let authorizationCode = Self("authorization_code")
+    /// A refresh token.
+    public static let refreshToken = Self("refresh_token")
+    /// An access token.
+    public static let accessToken = Self("access_token")
+    /// All kinds.
+    public static let all: [CredentialKind] = [.authorizationCode, .refreshToken, .accessToken]
+
+    public var description: String { self.rawValue }
+}
+
+/// An Apple credential (authorization code or token). Its descriptions redact the secret.
+public struct Credential: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of credential.
+    public var kind: CredentialKind
+    /// The secret itself. Never log it.
+    public var secret: String
+
+    /// Creates a credential.
+    public init(kind: CredentialKind, secret: String) {
+        self.kind = kind
+        self.secret = secret
+    }
+
+    /// sha256 of the secret's UTF-8 bytes, the same value `revoker.enqueue_revocation` computes.
+    public var digest: [UInt8] {
+        Array(SHA256.hash(data: Array(self.secret.utf8)))
+    }
+
+    public var description: String { "Credential(kind: \(self.kind), secret: <redacted>)" }
+    public var debugDescription: String { self.description }
+}

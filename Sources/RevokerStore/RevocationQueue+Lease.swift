@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension RevocationQueue {
+    /// Runs `body` in a transaction after locking the request if `lease` is still current
+    /// (running with the lease's fencing token). Returns false, changing nothing, otherwise.
+    func fenced(
+        _ lease: Lease,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Void
+    ) async throws -> Bool {
+        var logger = self.logger
+        logger[metadataKey: "revoker.request.id"] = "\(lease.requestID)"
+        let applied: Bool = try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: logger) { connection in
+                let rows = try await connection.query(
+                    """
+                    SELECT 1 FROM revoker.revocation_requests
+                    WHERE id = \(lease.requestID) AND state = 'running' AND fencing_token = \(lease.fencingToken)
+                    FOR UPDATE
+                    """,
+                    logger: logger
+                ).collect()
+                guard !rows.isEmpty else { return false }
+                try await body(connection)
+                return true
+            }
+        }
+        if !applied {
+            logger.debug("Fenced operation refused: the lease is stale", metadata: ["revoker.fencing_token": "\(lease.fencingToken)"])
+        }
+        return applied
+    }
+
+    /// Moves the lease's expiry to now + `duration`. Returns false if the lease is stale.
+    public func extendLease(_ lease: Lease, by duration: Duration) async throws -> Bool {
+        let ms = Self.milliseconds(duration)
+        guard ms > 0 else { throw RevokerStoreError(.invalidArgument, "the lease extension must be positive") }
+        let logger = self.logger
+        return try await self.fenced(lease) { connection in
+            try await connection.run(
+                """
+                UPDATE revoker.revocation_requests
+                SET lease_expires_at = now() + make_interval(secs => \(ms)::float8 / 1000.0), updated_at = now()
+                WHERE id = \(lease.requestID)
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    /// Finishes a request as `succeeded` or `failed` with `outcome`, erasing its credential
+    /// (except for ``RevocationOutcome/clientMisconfigured``, which keeps the sealed value for
+    /// ``requeueConfigurationFailures(clientID:actor:)``). Writes `events`, then a
+    /// `succeeded`/`failed` event and `credential_erased`, in the same transaction.
+    /// Returns false if the lease is stale.
+    public func finish(
+        _ lease: Lease, state: RevocationState, outcome: RevocationOutcome, error: RevocationError? = nil,
+        events: [AuditEvent] = []
+    ) async throws -> Bool {
+        guard state == .succeeded || state == .failed, outcome.state == state else {
+            throw RevokerStoreError(.invalidArgument, "outcome \(outcome) does not belong to state \(state)")
+        }
+        let keep = outcome == .clientMisconfigured
+        let logger = self.logger
+        let applied = try await self.fenced(lease) { connection in
+            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
+            try await connection.run(
+                """
+                UPDATE revoker.revocation_requests
+                SET state = \(state.rawValue), outcome = \(outcome.rawValue), finished_at = now(), updated_at = now(),
+                    lease_owner = NULL, lease_expires_at = NULL,
+                    last_error_code = \(error.map { String($0.code.prefix(100)) }),
+                    last_error_description = \(error?.description.map { String($0.prefix(500)) }),
+                    sealed_credential = CASE WHEN \(keep) THEN sealed_credential END,
+                    credential_key_id = CASE WHEN \(keep) THEN credential_key_id END
+                WHERE id = \(lease.requestID)
+                """,
+                logger: logger
+            )
+            var closing = [AuditEvent(state == .succeeded ? .succeeded : .failed, detail: "outcome=\(outcome.rawValue)")]
+            if keep {
+                try await connection.run(
+                    "DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger
+                )
+            } else {
+                try await connection.run(
+                    "DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger
+                )
+                closing.append(AuditEvent(.credentialErased))
+            }
+            try await Self.insertEvents(closing, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
+        }
+        if applied {
+            logger.debug(
+                "Finished revocation request",
+                metadata: ["revoker.request.id": "\(lease.requestID)", "revoker.outcome": "\(outcome.rawValue)"]
+            )
+        }
+        return applied
+    }
+
+    /// Schedules another attempt `after` from now (back to `pending`). With `countsAttempt`
+    /// false the attempt is given back (an app paused on a configuration fault). Writes
+    /// `events` and `retry_scheduled`. Returns false if the lease is stale.
+    public func retry(
+        _ lease: Lease, after delay: Duration, error: RevocationError?, countsAttempt: Bool = true, events: [AuditEvent] = []
+    ) async throws -> Bool {
+        let ms = max(0, Self.milliseconds(delay))
+        let logger = self.logger
+        return try await self.fenced(lease) { connection in
+            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
+            try await connection.run(
+                """
+                UPDATE revoker.revocation_requests
+                SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+                    run_after = now() + make_interval(secs => \(ms)::float8 / 1000.0),
+                    attempts = CASE WHEN \(countsAttempt) THEN attempts ELSE greatest(attempts - 1, 0) END,
+                    last_error_code = \(error.map { String($0.code.prefix(100)) }),
+                    last_error_description = \(error?.description.map { String($0.prefix(500)) }),
+                    updated_at = now()
+                WHERE id = \(lease.requestID)
+                """,
+                logger: logger
+            )
+            let detail = "in \(ms) ms" + (countsAttempt ? "" : ", attempt not counted")
+            try await Self.insertEvents(
+                [AuditEvent(.retryScheduled, appleError: error.map { String($0.code.prefix(100)) }, detail: detail)],
+                requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger
+            )
+        }
+    }
+
+    /// Gives a request back on shutdown: pending now, attempt not counted, audited `released`.
+    public func release(_ lease: Lease) async throws -> Bool {
+        let logger = self.logger
+        return try await self.fenced(lease) { connection in
+            try await connection.run(
+                """
+                UPDATE revoker.revocation_requests
+                SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, run_after = now(),
+                    attempts = greatest(attempts - 1, 0), updated_at = now()
+                WHERE id = \(lease.requestID)
+                """,
+                logger: logger
+            )
+            try await Self.insertEvents(
+                [AuditEvent(.released)], requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger
+            )
+        }
+    }
+
+    /// Replaces the stored credential (after a code exchange, the refresh token), sealed, and
+    /// changes the kind accordingly, before the worker revokes. Returns false if the lease is stale.
+    public func replaceCredential(_ lease: Lease, with credential: Credential, events: [AuditEvent] = []) async throws -> Bool {
+        guard !credential.secret.isEmpty, credential.secret.utf8.count <= 8192 else {
+            throw RevokerStoreError(.invalidArgument, "the credential must be 1-8192 bytes")
+        }
+        let sealed = try self.sealer.seal(credential, requestID: lease.requestID)
+        let logger = self.logger
+        return try await self.fenced(lease) { connection in
+            try await connection.run(
+                """
+                UPDATE revoker.revocation_requests
+                SET credential_kind = \(credential.kind.rawValue), sealed_credential = \(ByteBuffer(bytes: sealed.bytes)),
+                    credential_key_id = \(sealed.keyID), updated_at = now()
+                WHERE id = \(lease.requestID)
+                """,
+                logger: logger
+            )
+            try await connection.run("DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger)
+            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
+        }
+    }
+
+    /// Appends audit events for pipeline steps. Returns false (writing nothing) if the lease is stale.
+    public func record(_ lease: Lease, events: [AuditEvent]) async throws -> Bool {
+        let logger = self.logger
+        return try await self.fenced(lease) { connection in
+            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
+        }
+    }
+}

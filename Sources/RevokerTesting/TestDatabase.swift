@@ -1,0 +1,73 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerStore
+
+/// A fresh, uniquely named PostgreSQL database for one test.
+public struct TestDatabase: Sendable {
+    /// A running client connected to the test database.
+    public let client: PostgresClient
+    /// The test database's configuration.
+    public let configuration: PostgresClient.Configuration
+    /// The test database's URL (`postgres://...`).
+    public let url: String
+    /// The database name.
+    public let name: String
+
+    /// Reads `DATABASE_URL`, or throws an error that says how to provide one.
+    public static func baseURL() throws -> String {
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            throw RevokerStoreError(
+                .invalidDatabaseURL,
+                "DATABASE_URL is not set: run the tests as `scripts/with-postgres swift test`, or set DATABASE_URL=postgres://user@host:port/database"
+            )
+        }
+        return url
+    }
+
+    /// Creates a database, runs `body` with a running client on it, then drops the database
+    /// (also when `body` throws).
+    public static func withTestDatabase<Result: Sendable>(
+        _ body: (TestDatabase) async throws -> Result
+    ) async throws -> Result {
+        let baseURL = try self.baseURL()
+        var baseConfiguration = try PostgresClient.Configuration(url: baseURL)
+        baseConfiguration.options.maximumConnections = 4
+        let name = "revoker_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        guard var components = URLComponents(string: baseURL) else {
+            throw RevokerStoreError(.invalidDatabaseURL, "invalid DATABASE_URL")
+        }
+        components.path = "/" + name
+        let url = components.string ?? baseURL
+        var configuration = baseConfiguration
+        configuration.database = name
+        configuration.options.maximumConnections = 40
+
+        let admin = PostgresClient(configuration: baseConfiguration)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await admin.run() }
+            defer { group.cancelAll() }
+            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
+            let client = PostgresClient(configuration: configuration)
+            let result: Swift.Result<Result, any Error> = await withTaskGroup(of: Void.self) { inner in
+                inner.addTask { await client.run() }
+                let database = TestDatabase(client: client, configuration: configuration, url: url, name: name)
+                let result: Swift.Result<Result, any Error>
+                do {
+                    result = .success(try await body(database))
+                } catch {
+                    result = .failure(error)
+                }
+                inner.cancelAll()
+                return result
+            }
+            try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)"))
+            return try result.get()
+        }
+    }
+
+    /// Makes another client for the same database; run it with `run()` in a task of yours.
+    public func makeClient() -> PostgresClient {
+        PostgresClient(configuration: self.configuration)
+    }
+}

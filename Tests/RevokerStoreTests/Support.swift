@@ -1,0 +1,32 @@
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerStore
+import RevokerTesting
+
+enum Fixtures {
+    static let keyA = "a=" + Data(repeating: 0x11, count: 32).base64EncodedString()
+    static let keyB = "b=" + Data(repeating: 0x22, count: 32).base64EncodedString()
+
+    static func sealer(_ text: String = keyA, current: String? = nil) throws -> CredentialSealer {
+        CredentialSealer(keyring: try CredentialKeyring(parsing: text, currentKeyID: current))
+    }
+
+    /// A migrated test database and a queue on it.
+    static func withQueue<R: Sendable>(
+        logger: Logger = Logger(label: "test"),
+        sealer: CredentialSealer? = nil,
+        _ body: (TestDatabase, RevocationQueue) async throws -> R
+    ) async throws -> R {
+        try await TestDatabase.withTestDatabase { db in
+            try await Migrator(client: db.client, logger: logger).migrate()
+            let queue = RevocationQueue(client: db.client, sealer: try sealer ?? self.sealer(), logger: logger)
+            return try await body(db, queue)
+        }
+    }
+
+    static func new(_ reference: String, secret: String = "r.secret-token", kind: CredentialKind = .refreshToken, client: String = "com.example.app") -> NewRevocation {
+        NewRevocation(clientID: client, externalReference: reference, appleUserID: "000123.abc", credential: Credential(kind: kind, secret: secret))
+    }
+}

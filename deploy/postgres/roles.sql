@@ -1,0 +1,53 @@
+-- Roles for Revoker. Run as a superuser (or a role with CREATEROLE) after the migrations,
+-- in the Revoker database:  psql -v ON_ERROR_STOP=1 -f deploy/postgres/roles.sql
+-- Idempotent. The roles are NOLOGIN groups: grant them to login roles, e.g.
+--   CREATE ROLE revoker_app LOGIN PASSWORD '...' IN ROLE revoker_worker;
+--
+-- revoker_worker   the service (worker, HTTP API, CLI): reads and writes the queue, seals the
+--                  SQL intake, appends audit events. It cannot UPDATE/DELETE/TRUNCATE the
+--                  audit trail (not granted, and the triggers refuse it anyway), and as it does
+--                  not own the tables it cannot disable those triggers.
+-- revoker_enqueuer app backends that enqueue inside their own transaction: EXECUTE on
+--                  revoker.enqueue_revocation only, plus SELECT on the request's state columns
+--                  (never the credential columns or the intake).
+-- revoker_auditor  compliance: SELECT on revoker.audit_events only.
+--
+-- Migrations run as the schema owner (a role distinct from these), which owns the tables and
+-- the SECURITY DEFINER enqueue function.
+
+DO $$
+BEGIN
+    CREATE ROLE revoker_worker NOLOGIN;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$;
+DO $$
+BEGIN
+    CREATE ROLE revoker_enqueuer NOLOGIN;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$;
+DO $$
+BEGIN
+    CREATE ROLE revoker_auditor NOLOGIN;
+EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+END $$;
+
+GRANT USAGE ON SCHEMA revoker TO revoker_worker, revoker_enqueuer, revoker_auditor;
+
+-- Worker
+GRANT SELECT ON revoker.schema_migrations TO revoker_worker;
+GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.revocation_requests TO revoker_worker;
+GRANT SELECT, INSERT, DELETE ON revoker.credential_intake TO revoker_worker;
+GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.app_pauses TO revoker_worker;
+GRANT SELECT, INSERT ON revoker.audit_events TO revoker_worker;
+GRANT USAGE ON SEQUENCE revoker.audit_events_id_seq TO revoker_worker;
+GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_worker;
+
+-- Enqueuer: the function (SECURITY DEFINER) does the writing.
+GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;
+GRANT SELECT (id, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind, redirect_uri, state,
+              outcome, attempts, max_attempts, run_after, last_error_code, last_error_description, requeued_from,
+              created_at, updated_at, finished_at)
+    ON revoker.revocation_requests TO revoker_enqueuer;
+
+-- Auditor
+GRANT SELECT ON revoker.audit_events TO revoker_auditor;
