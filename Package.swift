@@ -69,6 +69,18 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RevokerWorker",
+            dependencies: [
+                "AppleSignIn",
+                "RevokerStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RevokerTesting",
             dependencies: [
                 "AppleSignIn",
@@ -88,7 +100,11 @@ let package = Package(
                 "AppleSignIn",
                 "AppleSignInSandbox",
                 "RevokerStore",
+                "RevokerTesting",
+                "RevokerWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -38,6 +38,9 @@ public struct AppleIdentityClaims: JWTPayload, Equatable {
         self.isPrivateEmail = isPrivateEmail
     }
 
+    /// The Apple user id (`sub`).
+    public var appleUserID: String { subject.value }
+
     /// Signature only; claims are checked by ``AppleIdentityTokenVerifier`` with the expected audience.
     public func verify(using _: some JWTAlgorithm) {}
 }

@@ -1,0 +1,70 @@
+import AppleSignIn
+import AppleSignInSandbox
+import Crypto
+import Foundation
+import RevokerStore
+
+/// An app's key and identifiers written to a temporary directory, as an operator would lay them out.
+public struct TestAppFiles: Sendable {
+    public let clientID: String
+    public let teamID: String
+    public let keyID: String
+    /// The `.p8` file.
+    public let privateKeyFile: String
+    /// The PEM text of the key (to search captured output for it).
+    public let privateKeyPEM: String
+    public let publicKeyPEM: String
+
+    /// Generates a key and writes it to `directory`.
+    public init(clientID: String, teamID: String = "TEAM000001", keyID: String = "KEY0000001", directory: URL) throws {
+        let key = P256.Signing.PrivateKey()
+        self.clientID = clientID
+        self.teamID = teamID
+        self.keyID = keyID
+        privateKeyPEM = key.pemRepresentation
+        publicKeyPEM = key.publicKey.pemRepresentation
+        let file = directory.appendingPathComponent("AuthKey_\(keyID)_\(clientID).p8")
+        try Data(privateKeyPEM.utf8).write(to: file)
+        privateKeyFile = file.path
+    }
+
+    /// The JSON object for the configuration file's `apps` list.
+    public func configurationEntry(redirectURI: String? = nil) -> [String: String] {
+        var entry = ["client_id": clientID, "team_id": teamID, "key_id": keyID, "private_key_file": privateKeyFile]
+        if let redirectURI { entry["redirect_uri"] = redirectURI }
+        return entry
+    }
+}
+
+/// A temporary directory holding a configuration file, keys and a sealing keyring.
+public struct TestConfiguration: Sendable {
+    public let directory: URL
+    public let configFile: String
+    public let sealingKeysFile: String
+    public let apps: [TestAppFiles]
+
+    /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them.
+    public init(clientIDs: [String], worker: [String: any Sendable] = [:]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        apps = try clientIDs.map { try TestAppFiles(clientID: $0, directory: directory) }
+        sealingKeysFile = directory.appendingPathComponent("sealing-keys").path
+        try Data((try CredentialKeyring.generateEntry(keyID: "k1") + "\n").utf8).write(to: URL(fileURLWithPath: sealingKeysFile))
+        configFile = directory.appendingPathComponent("revoker.json").path
+        var document: [String: Any] = ["sealing_keys_file": sealingKeysFile, "apps": apps.map { $0.configurationEntry() }]
+        if !worker.isEmpty { document["worker"] = worker }
+        try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: configFile))
+    }
+
+    /// The environment for a `revoker` process using this configuration, the database and the sandbox.
+    public func environment(databaseURL: String, appleBaseURL: String) -> [String: String] {
+        ["REVOKER_CONFIG": configFile, "DATABASE_URL": databaseURL, "REVOKER_APPLE_BASE_URL": appleBaseURL]
+    }
+
+    /// Registers every app's public key with the sandbox.
+    public func register(with sandbox: RunningSandbox) async throws {
+        for app in apps {
+            try await sandbox.admin.register(.init(clientID: app.clientID, teamID: app.teamID, keyID: app.keyID, publicKeyPEM: app.publicKeyPEM))
+        }
+    }
+}

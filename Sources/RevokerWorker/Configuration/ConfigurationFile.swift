@@ -1,0 +1,138 @@
+import AppleSignIn
+import Foundation
+
+/// The JSON configuration file, read strictly: unknown keys are errors, so a typo is not a silent default.
+struct ConfigurationFile: Decodable {
+    var databaseURL: String?
+    var appleBaseURL: String?
+    var sealingKeysFile: String?
+    var apps: [AppEntry] = []
+    var worker: WorkerEntry?
+
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case databaseURL = "database_url", appleBaseURL = "apple_base_url", sealingKeysFile = "sealing_keys_file", apps, worker
+    }
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        databaseURL = try container.decodeIfPresent(String.self, forKey: .databaseURL)
+        appleBaseURL = try container.decodeIfPresent(String.self, forKey: .appleBaseURL)
+        sealingKeysFile = try container.decodeIfPresent(String.self, forKey: .sealingKeysFile)
+        apps = try container.decodeIfPresent([AppEntry].self, forKey: .apps) ?? []
+        worker = try container.decodeIfPresent(WorkerEntry.self, forKey: .worker)
+    }
+
+    struct AppEntry: Decodable {
+        var clientID: String?
+        var teamID: String?
+        var keyID: String?
+        var privateKeyFile: String?
+        var redirectURI: String?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case clientID = "client_id", teamID = "team_id", keyID = "key_id", privateKeyFile = "private_key_file", redirectURI = "redirect_uri"
+        }
+
+        func load(where place: String) throws -> RevokerConfiguration.App {
+            guard let clientID, let teamID, let keyID, let privateKeyFile else {
+                let missing = [("client_id", clientID), ("team_id", teamID), ("key_id", keyID), ("private_key_file", privateKeyFile)]
+                    .filter { $0.1 == nil }.map(\.0)
+                throw ConfigurationError("\(place) lacks \(missing.joined(separator: ", ")).")
+            }
+            do {
+                let apple = try AppleApp(clientID: clientID, teamID: teamID, keyID: keyID, signingKey: AppleSigningKey.load(contentsOfFile: privateKeyFile))
+                return .init(apple: apple, defaultRedirectURI: redirectURI)
+            } catch {
+                throw ConfigurationError("\(error.message) (\(place))")
+            }
+        }
+    }
+
+    struct WorkerEntry: Decodable {
+        var concurrency: Int?
+        var batchSize: Int?
+        var leaseSeconds: Double?
+        var maxAttempts: Int?
+        var pollIntervalSeconds: Double?
+        var retryBaseSeconds: Double?
+        var retryCapSeconds: Double?
+        var pauseProbeSeconds: Double?
+        var shutdownGraceSeconds: Double?
+        var clientSecretLifetimeSeconds: Double?
+        var appleTimeoutSeconds: Double?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case concurrency, batchSize = "batch_size", leaseSeconds = "lease_seconds", maxAttempts = "max_attempts"
+            case pollIntervalSeconds = "poll_interval_seconds", retryBaseSeconds = "retry_base_seconds", retryCapSeconds = "retry_cap_seconds"
+            case pauseProbeSeconds = "pause_probe_seconds", shutdownGraceSeconds = "shutdown_grace_seconds"
+            case clientSecretLifetimeSeconds = "client_secret_lifetime_seconds", appleTimeoutSeconds = "apple_timeout_seconds"
+        }
+
+        func settings(source: String) throws -> RevokerConfiguration.Worker {
+            var worker = RevokerConfiguration.Worker()
+            func check<T: Comparable>(_ value: T?, _ name: String, _ range: ClosedRange<T>) throws -> T? {
+                guard let value else { return nil }
+                guard range.contains(value) else {
+                    throw ConfigurationError("worker.\(name) in \(source) must be between \(range.lowerBound) and \(range.upperBound).")
+                }
+                return value
+            }
+            func seconds(_ value: Double?, _ name: String, _ range: ClosedRange<Double>) throws -> Duration? {
+                try check(value, name, range).map { .milliseconds(Int64($0 * 1000)) }
+            }
+            worker.concurrency = try check(concurrency, "concurrency", 1...1024) ?? worker.concurrency
+            worker.batchSize = try check(batchSize, "batch_size", 1...1000) ?? worker.batchSize
+            worker.lease = try seconds(leaseSeconds, "lease_seconds", 5...3600) ?? worker.lease
+            worker.maxAttempts = try check(maxAttempts, "max_attempts", 1...100) ?? worker.maxAttempts
+            worker.pollInterval = try seconds(pollIntervalSeconds, "poll_interval_seconds", 0.05...600) ?? worker.pollInterval
+            worker.retryBase = try seconds(retryBaseSeconds, "retry_base_seconds", 0.01...3600) ?? worker.retryBase
+            worker.retryCap = try seconds(retryCapSeconds, "retry_cap_seconds", 0.01...86_400) ?? worker.retryCap
+            worker.pauseProbeInterval = try seconds(pauseProbeSeconds, "pause_probe_seconds", 0.1...86_400) ?? worker.pauseProbeInterval
+            worker.shutdownGrace = try seconds(shutdownGraceSeconds, "shutdown_grace_seconds", 0...600) ?? worker.shutdownGrace
+            worker.clientSecretLifetime =
+                try seconds(clientSecretLifetimeSeconds, "client_secret_lifetime_seconds", 1...15_777_000) ?? worker.clientSecretLifetime
+            worker.appleTimeout = try seconds(appleTimeoutSeconds, "apple_timeout_seconds", 0.1...120) ?? worker.appleTimeout
+            return worker
+        }
+    }
+
+    /// Reads and checks the file at `path`.
+    static func read(_ path: String) throws -> ConfigurationFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("The configuration file '\(path)' does not exist or cannot be read (--config or \(RevokerConfiguration.Variable.configFile)).")
+        }
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw ConfigurationError("The configuration file '\(path)' is not valid JSON.")
+        }
+        guard let top = object as? [String: Any] else {
+            throw ConfigurationError("The configuration file '\(path)' must hold a JSON object.")
+        }
+        try rejectUnknownKeys(top, allowed: CodingKeys.allCases.map(\.rawValue), place: "the top level", path: path)
+        for (index, app) in (top["apps"] as? [Any] ?? []).enumerated() {
+            guard let app = app as? [String: Any] else { throw ConfigurationError("apps[\(index)] in '\(path)' must be an object.") }
+            try rejectUnknownKeys(app, allowed: AppEntry.CodingKeys.allCases.map(\.rawValue), place: "apps[\(index)]", path: path)
+        }
+        if let worker = top["worker"] as? [String: Any] {
+            try rejectUnknownKeys(worker, allowed: WorkerEntry.CodingKeys.allCases.map(\.rawValue), place: "worker", path: path)
+        }
+        do {
+            return try JSONDecoder().decode(ConfigurationFile.self, from: data)
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            let field = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            throw ConfigurationError("In the configuration file '\(path)', \(field.isEmpty ? "a value" : String(field.dropFirst())) has the wrong type.")
+        } catch {
+            throw ConfigurationError("The configuration file '\(path)' could not be read as Revoker settings.")
+        }
+    }
+
+    private static func rejectUnknownKeys(_ object: [String: Any], allowed: [String], place: String, path: String) throws {
+        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw ConfigurationError("Unknown setting '\(unknown.prefix(60))' at \(place) of '\(path)'; known: \(allowed.joined(separator: ", ")).")
+        }
+    }
+}

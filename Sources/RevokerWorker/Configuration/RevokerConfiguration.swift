@@ -1,0 +1,203 @@
+import AppleSignIn
+import Foundation
+import PostgresNIO
+import RevokerStore
+
+/// Everything Revoker needs to run, from a JSON file and the environment.
+///
+/// The file serves many apps; environment variables serve the one-app case and override the
+/// file's top-level settings. Secrets are read from files or the environment, never from
+/// the command line.
+public struct RevokerConfiguration: Sendable {
+    /// One app's Sign in with Apple settings.
+    public struct App: Sendable {
+        /// The app's identifiers and key.
+        public var apple: AppleApp
+        /// The `redirect_uri` sent with a code that was enqueued without one.
+        public var defaultRedirectURI: String?
+    }
+
+    /// Tuning of the worker.
+    public struct Worker: Sendable, Equatable {
+        /// Requests processed at once.
+        public var concurrency = 16
+        /// Requests claimed per round trip.
+        public var batchSize = 16
+        /// How long a claim is held before another worker may rescue it; extended while in flight.
+        public var lease: Duration = .seconds(60)
+        /// Attempts before a request ends `failed` / `exhausted`.
+        public var maxAttempts = 8
+        /// How often the queue is polled when no wake-up arrives.
+        public var pollInterval: Duration = .seconds(5)
+        /// The first retry delay; it doubles per attempt, with full jitter.
+        public var retryBase: Duration = .seconds(2)
+        /// The longest retry delay.
+        public var retryCap: Duration = .seconds(3600)
+        /// How long a paused app waits before a probe.
+        public var pauseProbeInterval: Duration = .seconds(300)
+        /// How long in-flight requests may run on after SIGTERM before they are released.
+        public var shutdownGrace: Duration = .seconds(20)
+        /// The lifetime of each client secret.
+        public var clientSecretLifetime: Duration = ClientSecretSigner.defaultLifetime
+        /// The deadline of each call to Apple.
+        public var appleTimeout: Duration = .seconds(10)
+
+        public init() {}
+    }
+
+    /// `postgres://user:password@host:port/database`.
+    public var databaseURL: String
+    /// Apple's base URL, or the sandbox's.
+    public var appleBaseURL: String
+    /// Keys sealing credentials at rest (a throw-away key when the command needs none).
+    public var keyring: CredentialKeyring
+    /// The apps served, by client_id.
+    public var apps: [String: App]
+    /// Worker tuning.
+    public var worker: Worker
+
+    /// The database connection settings parsed from ``databaseURL``.
+    public func databaseConfiguration() throws -> PostgresClient.Configuration {
+        do throws(RevokerStoreError) {
+            return try PostgresClient.Configuration(url: databaseURL)
+        } catch {
+            throw ConfigurationError("\(Variable.databaseURL) is not usable: \(error.message)")
+        }
+    }
+
+    public init(databaseURL: String, appleBaseURL: String, keyring: CredentialKeyring, apps: [String: App], worker: Worker = .init()) {
+        self.databaseURL = databaseURL
+        self.appleBaseURL = appleBaseURL
+        self.keyring = keyring
+        self.apps = apps
+        self.worker = worker
+    }
+}
+
+extension RevokerConfiguration {
+    /// The environment variables Revoker reads.
+    public enum Variable {
+        public static let configFile = "REVOKER_CONFIG"
+        public static let databaseURL = "DATABASE_URL"
+        public static let appleBaseURL = "REVOKER_APPLE_BASE_URL"
+        public static let sealingKeys = "REVOKER_SEALING_KEYS"
+        public static let sealingKeysFile = "REVOKER_SEALING_KEYS_FILE"
+        public static let clientID = "APPLE_CLIENT_ID"
+        public static let teamID = "APPLE_TEAM_ID"
+        public static let keyID = "APPLE_KEY_ID"
+        public static let privateKeyFile = "APPLE_PRIVATE_KEY_FILE"
+        public static let privateKey = "APPLE_PRIVATE_KEY"
+        public static let redirectURI = "APPLE_REDIRECT_URI"
+    }
+
+    /// What a command needs from the configuration.
+    public struct Needs: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        public static let database = Needs(rawValue: 1)
+        public static let keyring = Needs(rawValue: 2)
+        public static let apps = Needs(rawValue: 4)
+        public static let all: Needs = [.database, .keyring, .apps]
+    }
+
+    /// Loads the configuration from `file` (or `$REVOKER_CONFIG`) and the environment.
+    /// Only what `needs` names must be present; everything present is checked.
+    public static func load(file: String?, environment: [String: String], needs: Needs = .all) throws -> RevokerConfiguration {
+        let path = file ?? environment[Variable.configFile].flatMap { $0.isEmpty ? nil : $0 }
+        let document = try path.map(ConfigurationFile.read) ?? ConfigurationFile()
+        let source = path.map { "the configuration file '\($0)'" }
+
+        let databaseURL = environment[Variable.databaseURL].flatMap { $0.isEmpty ? nil : $0 } ?? document.databaseURL ?? ""
+        if needs.contains(.database) {
+            guard !databaseURL.isEmpty else {
+                throw ConfigurationError("No database: set \(Variable.databaseURL) (postgres://user:password@host:5432/database) or \"database_url\" in the configuration file.")
+            }
+            do throws(RevokerStoreError) {
+                _ = try PostgresClient.Configuration(url: databaseURL)
+            } catch {
+                throw ConfigurationError("\(Variable.databaseURL) is not usable: \(error.message)")
+            }
+        }
+
+        let appleBaseURL = environment[Variable.appleBaseURL].flatMap { $0.isEmpty ? nil : $0 } ?? document.appleBaseURL ?? AppleClient.Configuration.appleBaseURL
+        guard let url = URL(string: appleBaseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ConfigurationError("The Apple base URL '\(appleBaseURL.prefix(200))' (\(Variable.appleBaseURL) or \"apple_base_url\") is not an http(s) URL.")
+        }
+
+        let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring))
+
+        var apps: [String: App] = [:]
+        for (index, entry) in document.apps.enumerated() {
+            let app = try entry.load(where: "app \(index + 1) (\(entry.clientID ?? "no client_id")) in \(source ?? "the configuration file")")
+            guard apps[app.apple.clientID] == nil else {
+                throw ConfigurationError("The client_id '\(app.apple.clientID)' appears twice in \(source ?? "the configuration file").")
+            }
+            apps[app.apple.clientID] = app
+        }
+        if let app = try environmentApp(environment) {
+            apps[app.apple.clientID] = app
+        }
+        if needs.contains(.apps), apps.isEmpty {
+            throw ConfigurationError(
+                "No apps are configured: set \(Variable.clientID), \(Variable.teamID), \(Variable.keyID) and \(Variable.privateKeyFile), or list them under \"apps\" in a configuration file (--config or \(Variable.configFile))."
+            )
+        }
+        return RevokerConfiguration(
+            databaseURL: databaseURL,
+            appleBaseURL: appleBaseURL,
+            keyring: try keyring ?? CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "ephemeral")),
+            apps: apps,
+            worker: try document.worker?.settings(source: source ?? "the configuration file") ?? .init()
+        )
+    }
+
+    private static func loadKeyring(environment: [String: String], document: ConfigurationFile, required: Bool) throws -> CredentialKeyring? {
+        let text: String
+        let source: String
+        if let value = environment[Variable.sealingKeys], !value.isEmpty {
+            text = value
+            source = Variable.sealingKeys
+        } else if let path = environment[Variable.sealingKeysFile].flatMap({ $0.isEmpty ? nil : $0 }) ?? document.sealingKeysFile {
+            guard let data = FileManager.default.contents(atPath: path), let content = String(data: data, encoding: .utf8) else {
+                throw ConfigurationError("The sealing key file '\(path)' cannot be read (\(Variable.sealingKeysFile) or \"sealing_keys_file\").")
+            }
+            text = content
+            source = "the sealing key file '\(path)'"
+        } else if required {
+            throw ConfigurationError(
+                "No credential sealing key: set \(Variable.sealingKeysFile) to a file (or \(Variable.sealingKeys)) holding lines of keyID=base64 32-byte key; `revoker keygen` prints one."
+            )
+        } else {
+            return nil
+        }
+        do {
+            return try CredentialKeyring(parsing: text)
+        } catch {
+            throw ConfigurationError("The credential sealing keys in \(source) are unusable: \(error.message)")
+        }
+    }
+
+    private static func environmentApp(_ environment: [String: String]) throws -> App? {
+        let value = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        let names = [Variable.clientID, Variable.teamID, Variable.keyID]
+        let present = names.filter { value($0) != nil }
+        let keyGiven = value(Variable.privateKeyFile) != nil || value(Variable.privateKey) != nil
+        guard !present.isEmpty || keyGiven else { return nil }
+        let missing = names.filter { value($0) == nil } + (keyGiven ? [] : ["\(Variable.privateKeyFile) (or \(Variable.privateKey))"])
+        guard missing.isEmpty, let clientID = value(Variable.clientID), let teamID = value(Variable.teamID), let keyID = value(Variable.keyID) else {
+            throw ConfigurationError("The app in the environment is incomplete: set \(missing.joined(separator: ", ")).")
+        }
+        do {
+            let key =
+                if let path = value(Variable.privateKeyFile) {
+                    try AppleSigningKey.load(contentsOfFile: path)
+                } else {
+                    try AppleSigningKey(pem: value(Variable.privateKey) ?? "", source: "environment variable \(Variable.privateKey)")
+                }
+            let apple = try AppleApp(clientID: clientID, teamID: teamID, keyID: keyID, signingKey: key)
+            return App(apple: apple, defaultRedirectURI: value(Variable.redirectURI))
+        } catch {
+            throw ConfigurationError("\(error.message) (set through \(Variable.clientID), \(Variable.teamID), \(Variable.keyID)).")
+        }
+    }
+}

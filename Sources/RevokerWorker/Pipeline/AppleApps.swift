@@ -1,0 +1,31 @@
+import AppleSignIn
+import Logging
+
+/// The configured apps, ready to talk to Apple: a client-secret signer each over one shared
+/// connection pool, and one identity-token verifier (Apple's keys are the same for all apps).
+public struct AppleApps: Sendable {
+    /// One app as the pipeline uses it.
+    public struct Entry: Sendable {
+        /// Signs and sends this app's calls.
+        public let client: AppleAppClient
+        /// Sent with codes that were enqueued without a `redirect_uri`.
+        public let defaultRedirectURI: String?
+    }
+
+    /// The apps, by client_id.
+    public let entries: [String: Entry]
+    /// Verifies identity tokens from `/auth/token`.
+    public let verifier: AppleIdentityTokenVerifier
+
+    public init(configuration: RevokerConfiguration, client: AppleClient) async throws {
+        var entries: [String: Entry] = [:]
+        for (clientID, app) in configuration.apps {
+            let signer = try await ClientSecretSigner(app: app.apple, lifetime: configuration.worker.clientSecretLifetime)
+            entries[clientID] = Entry(client: AppleAppClient(client: client, signer: signer), defaultRedirectURI: app.defaultRedirectURI)
+        }
+        self.entries = entries
+        self.verifier = AppleIdentityTokenVerifier(client: client)
+    }
+
+    public subscript(clientID: String) -> Entry? { entries[clientID] }
+}

@@ -1,0 +1,249 @@
+import AppleSignIn
+import Foundation
+import Logging
+import RevokerStore
+import ServiceLifecycle
+import Synchronization
+
+/// Takes due requests from PostgreSQL and carries each through Apple, as a long-lived
+/// service (`work`) or until nothing is due (`drain`).
+///
+/// Claims in batches up to the configured concurrency, wakes on LISTEN/NOTIFY with polling
+/// as the fallback, extends the leases of in-flight requests, rescues expired leases of dead
+/// workers, probes paused apps, and survives database restarts by retrying. On graceful
+/// shutdown it stops claiming, lets in-flight requests finish within the grace period and
+/// hands back the rest.
+public struct RevocationWorker: Service {
+    /// How long the worker runs.
+    public enum Mode: Sendable {
+        /// Until shut down.
+        case continuous
+        /// Until nothing is due, waiting for retries that fall due before the deadline.
+        case drain(deadline: ContinuousClock.Instant)
+    }
+
+    let queue: RevocationQueue
+    let pipeline: RevocationPipeline
+    let apps: AppleApps
+    let settings: RevokerConfiguration.Worker
+    let mode: Mode
+    let owner: String
+    let logger: Logger
+    let state = WorkerState()
+
+    public init(
+        queue: RevocationQueue, apps: AppleApps, settings: RevokerConfiguration.Worker, mode: Mode = .continuous,
+        owner: String = RevocationWorker.defaultOwner(), logger: Logger
+    ) {
+        self.queue = queue
+        self.apps = apps
+        self.settings = settings
+        self.mode = mode
+        self.owner = owner
+        self.logger = logger
+        self.pipeline = RevocationPipeline(queue: queue, apps: apps, settings: settings, logger: logger)
+    }
+
+    /// `host:pid:random`, unique per process; the lease owner and the audit actor.
+    public static func defaultOwner() -> String {
+        "\(ProcessInfo.processInfo.hostName.prefix(60)):\(ProcessInfo.processInfo.processIdentifier):\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// What the worker has done so far.
+    public func report() -> WorkerReport { state.report }
+
+    public func run() async throws {
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        logger.info("Worker started", metadata: ["revoker.worker": "\(owner)", "revoker.concurrency": "\(settings.concurrency)"])
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { background in
+                background.addTask { await self.every(self.settings.pollInterval) { signal.yield() } }
+                background.addTask { await self.listen(signal) }
+                background.addTask { await self.every(self.settings.lease / 3) { await self.extendLeases() } }
+                background.addTask { await self.every(self.settings.lease) { await self.rescue() } }
+                background.addTask { await self.every(min(self.settings.pauseProbeInterval, .seconds(5))) { await self.probePausedApps() } }
+                await withDiscardingTaskGroup { work in
+                    await self.claimLoop(work: &work, signals: signals, signal: signal)
+                }
+                background.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.state.beginShutdown(grace: self.settings.shutdownGrace)
+            signal.yield()
+        }
+        let report = state.report
+        logger.info(
+            "Worker stopped",
+            metadata: ["revoker.succeeded": "\(report.succeeded)", "revoker.failed": "\(report.failed)", "revoker.released": "\(report.released)"]
+        )
+    }
+
+    private func claimLoop(work: inout DiscardingTaskGroup, signals: AsyncStream<Void>, signal: AsyncStream<Void>.Continuation) async {
+        var wakeUps = signals.makeAsyncIterator()
+        var failures = 0
+        while !state.isStopping {
+            if case .drain(let deadline) = mode, ContinuousClock.now >= deadline {
+                state.beginShutdown(grace: .zero, timedOut: true)
+                break
+            }
+            let free = settings.concurrency - state.inFlight
+            var claimed: [ClaimedRevocation] = []
+            if free > 0 {
+                do {
+                    claimed = try await queue.claim(batch: min(free, settings.batchSize), lease: settings.lease, owner: owner)
+                    if failures > 0 { logger.notice("Database reachable again") }
+                    failures = 0
+                } catch {
+                    failures += 1
+                    if failures == 1 { logger.warning("Cannot claim requests; retrying", metadata: ["error": "\(String(describing: error).prefix(300))"]) }
+                    try? await Task.sleep(for: min(.milliseconds(200 * (1 << min(failures, 5))), .seconds(5)))
+                    continue
+                }
+            }
+            for item in claimed {
+                state.started(item.lease)
+                work.addTask {
+                    let disposition = await self.pipeline.process(item) { self.state.mustRelease }
+                    self.state.ended(item.lease, disposition)
+                    signal.yield()
+                }
+            }
+            if claimed.count == min(free, settings.batchSize), free > 0 { continue }
+            if case .drain(let deadline) = mode, state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
+            _ = await wakeUps.next()
+        }
+    }
+
+    /// Runs `body` every `interval` until cancelled.
+    private func every(_ interval: Duration, _ body: @Sendable () async -> Void) async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: interval) } catch { return }
+            await body()
+        }
+    }
+
+    /// Wakes the claim loop on NOTIFY; reconnects after the database went away.
+    private func listen(_ signal: AsyncStream<Void>.Continuation) async {
+        while !Task.isCancelled {
+            do {
+                try await queue.withWakeUps { wakeUps in
+                    signal.yield()
+                    for try await _ in wakeUps {
+                        _ = try? await queue.sealIntake()
+                        signal.yield()
+                    }
+                }
+            } catch {
+                logger.debug("Wake-up listener lost its connection; polling until it is back", metadata: ["error": "\(String(describing: error).prefix(200))"])
+            }
+            do { try await Task.sleep(for: .seconds(1)) } catch { return }
+        }
+    }
+
+    private func extendLeases() async {
+        for lease in state.leases {
+            _ = try? await queue.extendLease(lease, by: settings.lease)
+        }
+    }
+
+    private func rescue() async {
+        do {
+            let rescued = try await queue.rescueExpiredLeases()
+            if rescued > 0 { logger.notice("Rescued requests whose worker stopped answering", metadata: ["revoker.rescued": "\(rescued)"]) }
+        } catch {
+            logger.debug("Rescue pass failed", metadata: ["error": "\(String(describing: error).prefix(200))"])
+        }
+    }
+
+    /// Probes each paused app that is due a probe with a revoke of a random token: Apple
+    /// answers 200 when the app's credentials are right, `invalid_client` when not.
+    private func probePausedApps() async {
+        guard let pauses = try? await queue.pausedApps() else { return }
+        let now = Date()
+        for pause in pauses where pause.nextProbeAt <= now {
+            guard let app = apps[pause.clientID] else { continue }
+            do {
+                try await app.client.revoke(token: "revoker-probe-\(UUID().uuidString)", hint: .accessToken)
+                if try await queue.resumeApp(clientID: pause.clientID) {
+                    await pipeline.resumed(pause.clientID)
+                    logger.notice("Apple accepts the app's credentials again; resumed", metadata: ["apple.client_id": "\(pause.clientID)"])
+                }
+            } catch let failure as AppleAPIError where failure.classification == .configurationFault {
+                try? await pipeline.pause(pause.clientID, failure: failure, logger: logger)
+            } catch {
+                logger.debug("Probe of a paused app failed transiently", metadata: ["apple.client_id": "\(pause.clientID)"])
+            }
+        }
+    }
+}
+
+/// The worker's shared state: in-flight leases, retries to wait for, shutdown, the report.
+final class WorkerState: Sendable {
+    private struct Shutdown {
+        var stopping = false
+        var releaseAfter: ContinuousClock.Instant?
+        var timedOut = false
+    }
+
+    private struct Work {
+        var leases: [UUID: Lease] = [:]
+        var report = WorkerReport()
+        /// Retries this worker scheduled and when they fall due (`drain` waits for them).
+        var retriesDue: [UUID: ContinuousClock.Instant] = [:]
+    }
+
+    private let shutdown = Mutex(Shutdown())
+    private let work = Mutex(Work())
+
+    /// Claiming has stopped.
+    var isStopping: Bool { shutdown.withLock { $0.stopping } }
+
+    /// In-flight requests should be handed back: shutdown began and its grace period is over.
+    var mustRelease: Bool {
+        shutdown.withLock { state in state.releaseAfter.map { ContinuousClock.now >= $0 } ?? false }
+    }
+
+    func beginShutdown(grace: Duration, timedOut: Bool = false) {
+        shutdown.withLock { state in
+            if !state.stopping { state.releaseAfter = .now + grace }
+            state.stopping = true
+            state.timedOut = state.timedOut || timedOut
+        }
+    }
+
+    var inFlight: Int { work.withLock { $0.leases.count } }
+    var leases: [Lease] { work.withLock { Array($0.leases.values) } }
+
+    var report: WorkerReport {
+        var report = work.withLock { $0.report }
+        report.timedOut = shutdown.withLock { $0.timedOut }
+        return report
+    }
+
+    func started(_ lease: Lease) {
+        work.withLock { state in
+            state.leases[lease.requestID] = lease
+            state.retriesDue[lease.requestID] = nil
+        }
+    }
+
+    func ended(_ lease: Lease, _ disposition: Disposition) {
+        work.withLock { state in
+            state.leases[lease.requestID] = nil
+            state.report.add(disposition)
+            if case .retryScheduled(let delay) = disposition {
+                state.retriesDue[lease.requestID] = .now + delay
+            }
+        }
+    }
+
+    /// Nothing in flight, and no retry this worker scheduled falls due before `deadline`.
+    /// A retry that is overdue by `patience` was taken by another worker (or its app paused): it is forgotten.
+    func isDrained(deadline: ContinuousClock.Instant, patience: Duration) -> Bool {
+        work.withLock { state in
+            let now = ContinuousClock.now
+            state.retriesDue = state.retriesDue.filter { $0.value + patience > now }
+            return state.leases.isEmpty && !state.retriesDue.values.contains { $0 < deadline }
+        }
+    }
+}
