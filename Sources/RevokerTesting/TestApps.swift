@@ -45,8 +45,9 @@ public struct TestConfiguration: Sendable {
 
     /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them.
     public init(clientIDs: [String], worker: [String: any Sendable] = [:]) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-config-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory
         apps = try clientIDs.map { try TestAppFiles(clientID: $0, directory: directory) }
         sealingKeysFile = directory.appendingPathComponent("sealing-keys").path
         try Data((try CredentialKeyring.generateEntry(keyID: "k1") + "\n").utf8).write(to: URL(fileURLWithPath: sealingKeysFile))
