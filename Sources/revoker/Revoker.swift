@@ -10,6 +10,6 @@ struct Revoker: AsyncParsableCommand {
             authorization code or validates the stored refresh token at Apple, revokes it, retries what \
             is transient and records every step in an audit trail.
             """,
-        subcommands: [MigrateCommand.self, SandboxCommand.self]
+        subcommands: [MigrateCommand.self, WorkCommand.self, DrainCommand.self, SandboxCommand.self, DemoCommand.self]
     )
 }

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Foundation
+import RevokerStore
+import RevokerWorker
+
+struct DrainCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "drain",
+        abstract: "Cron mode: process everything due now, wait for retries that fall due in time, then exit with a summary.",
+        discussion: """
+            Exit codes:
+              0  every request it finished succeeded (revoked, or already invalid)
+              1  some requests it finished failed (see the summary and `revoker audit`)
+              2  could not run (configuration, database, or schema not migrated)
+              3  stopped with requests still waiting: --max-duration ran out, or an app is paused
+
+            Example:
+              revoker drain --max-duration 600 --json
+            """
+    )
+
+    @OptionGroup var options: ConfigurationOptions
+    @OptionGroup var worker: WorkerOptions
+
+    @Option(name: .customLong("max-duration"), help: "Seconds after which it stops claiming and hands back what is unfinished.")
+    var maxDuration: Double = 900
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard maxDuration > 0, maxDuration <= 86_400 else { throw ValidationError("--max-duration must be between 0 and 86400 seconds.") }
+    }
+
+    func run() async throws {
+        var configuration = try loadConfiguration(options, needs: .all)
+        worker.apply(to: &configuration.worker)
+        let logger = CommandLogging.logger(label: "revoker.drain", level: options.logLevel)
+        let started = ContinuousClock.now
+        let deadline = started + .milliseconds(Int64(maxDuration * 1000))
+        let report = try await runWorker(configuration, mode: .drain(deadline: deadline), logger: logger)
+        print(json ? Self.json(report, elapsed: ContinuousClock.now - started) : Self.text(report, elapsed: ContinuousClock.now - started))
+        throw Self.exitCode(for: report)
+    }
+
+    static func exitCode(for report: WorkerReport) -> ExitCode {
+        if report.failed > 0 { return Exit.someFailed }
+        if report.timedOut || report.paused > 0 || report.released > 0 || report.interrupted > 0 { return Exit.incomplete }
+        return Exit.success
+    }
+
+    static func text(_ report: WorkerReport, elapsed: Duration) -> String {
+        var lines = [
+            "Drained in \(String(format: "%.1f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)) s: "
+                + "\(report.succeeded + report.failed) finished (\(report.succeeded) succeeded, \(report.failed) failed), "
+                + "\(report.retriesScheduled) retries, \(report.paused) paused, \(report.released) handed back"
+                + (report.timedOut ? ", time ran out" : "") + "."
+        ]
+        for (outcome, count) in report.finished.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            lines.append("  \(outcome.rawValue.padding(toLength: 18, withPad: " ", startingAt: 0))\(count)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func json(_ report: WorkerReport, elapsed: Duration) -> String {
+        let object: [String: Any] = [
+            "succeeded": report.succeeded, "failed": report.failed, "retries_scheduled": report.retriesScheduled,
+            "paused": report.paused, "handed_back": report.released, "interrupted": report.interrupted, "timed_out": report.timedOut,
+            "elapsed_ms": elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
+            "by_outcome": Dictionary(uniqueKeysWithValues: report.finished.map { ($0.key.rawValue, $0.value) }),
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+}
