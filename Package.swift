@@ -143,6 +143,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RevokerWorkerTests",
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                "RevokerStore",
+                "RevokerTesting",
+                "RevokerWorker",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RevokerStoreTests",
             dependencies: ["RevokerStore", "RevokerTesting"],
             swiftSettings: swiftSettings

@@ -69,3 +69,10 @@ public struct TestConfiguration: Sendable {
         }
     }
 }
+
+extension TestAppFiles {
+    /// The public half of a key nobody configured, to make Apple reject an app's secrets.
+    public static func otherPublicKeyPEM() -> String {
+        P256.Signing.PrivateKey().publicKey.pemRepresentation
+    }
+}

@@ -109,7 +109,12 @@ public struct RevocationWorker: Service {
                 }
             }
             if claimed.count == min(free, settings.batchSize), free > 0 { continue }
-            if case .drain(let deadline) = mode, state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
+            if case .drain(let deadline) = mode, state.inFlight == 0 {
+                // A cron run has no long-lived loops to rely on: it rescues dead workers' requests
+                // and probes paused apps itself before deciding that nothing is left.
+                if await rescue() + (await probePausedApps()) > 0 { continue }
+                if state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
+            }
             _ = await wakeUps.next()
         }
     }
@@ -146,25 +151,33 @@ public struct RevocationWorker: Service {
         }
     }
 
-    private func rescue() async {
+    /// Puts requests of workers that stopped answering back in the queue; returns how many.
+    @discardableResult
+    private func rescue() async -> Int {
         do {
             let rescued = try await queue.rescueExpiredLeases()
             if rescued > 0 { logger.notice("Rescued requests whose worker stopped answering", metadata: ["revoker.rescued": "\(rescued)"]) }
+            return rescued
         } catch {
             logger.debug("Rescue pass failed", metadata: ["error": "\(String(describing: error).prefix(200))"])
+            return 0
         }
     }
 
     /// Probes each paused app that is due a probe with a revoke of a random token: Apple
     /// answers 200 when the app's credentials are right, `invalid_client` when not.
-    private func probePausedApps() async {
-        guard let pauses = try? await queue.pausedApps() else { return }
+    /// Returns how many apps were resumed.
+    @discardableResult
+    private func probePausedApps() async -> Int {
+        guard let pauses = try? await queue.pausedApps() else { return 0 }
         let now = Date()
+        var resumed = 0
         for pause in pauses where pause.nextProbeAt <= now {
             guard let app = apps[pause.clientID] else { continue }
             do {
                 try await app.client.revoke(token: "revoker-probe-\(UUID().uuidString)", hint: .accessToken)
                 if try await queue.resumeApp(clientID: pause.clientID) {
+                    resumed += 1
                     await pipeline.resumed(pause.clientID)
                     logger.notice("Apple accepts the app's credentials again; resumed", metadata: ["apple.client_id": "\(pause.clientID)"])
                 }
@@ -174,6 +187,7 @@ public struct RevocationWorker: Service {
                 logger.debug("Probe of a paused app failed transiently", metadata: ["apple.client_id": "\(pause.clientID)"])
             }
         }
+        return resumed
     }
 }
 

@@ -1,0 +1,147 @@
+import AppleSignIn
+import AppleSignInSandbox
+import AsyncHTTPClient
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerStore
+import RevokerTesting
+import RevokerWorker
+import Synchronization
+
+/// A database, a sandbox, configured apps and the pieces of a worker, wired as `revoker` wires them.
+struct WorkerHarness: Sendable {
+    let database: TestDatabase
+    let sandbox: RunningSandbox
+    let files: TestConfiguration
+    let configuration: RevokerConfiguration
+    let queue: RevocationQueue
+    let logs: CapturingLogHandler.Storage
+    let logger: Logger
+
+    /// Everything the tests enqueued, to search logs and audit rows for.
+    let secrets = Secrets()
+
+    final class Secrets: Sendable {
+        private let values = Mutex<[String]>([])
+        func add(_ value: String) { values.withLock { $0.append(value) } }
+        var all: [String] { values.withLock { $0 } }
+    }
+
+    static func with<T: Sendable>(
+        clientIDs: [String] = ["com.example.notes", "com.example.photos"],
+        worker: [String: any Sendable] = [:],
+        sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
+        _ body: (WorkerHarness) async throws -> T
+    ) async throws -> T {
+        try await TestDatabase.withTestDatabase { database in
+            _ = try await Migrator(client: database.client, logger: Logger(label: "test")).migrate()
+            return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
+                let files = try TestConfiguration(clientIDs: clientIDs, worker: worker)
+                defer { try? FileManager.default.removeItem(at: files.directory) }
+                try await files.register(with: sandbox)
+                let configuration = try RevokerConfiguration.load(
+                    file: files.configFile, environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                )
+                let logs = CapturingLogHandler.Storage()
+                let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)
+                let queue = RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+                let harness = WorkerHarness(
+                    database: database, sandbox: sandbox, files: files, configuration: configuration, queue: queue, logs: logs, logger: logger
+                )
+                let result = try await body(harness)
+                try harness.expectNoSecretsInLogs()
+                return result
+            }
+        }
+    }
+
+    /// A user signs in and the app later asks to delete them: mints a grant in the sandbox and enqueues it.
+    @discardableResult
+    func enqueue(
+        clientID: String, reference: String, kind: CredentialKind, subject: String? = nil, appleUserID: String? = nil,
+        redirectURI: String? = nil, maxAttempts: Int? = nil
+    ) async throws -> (request: RevocationRequest, grantID: String, secret: String) {
+        let subject = subject ?? "sub-\(reference)"
+        let minted: SandboxAdmin.Minted =
+            switch kind {
+            case .authorizationCode: try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: redirectURI)
+            case .accessToken: try await sandbox.admin.mintAccessToken(clientID: clientID, subject: subject)
+            default: try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
+            }
+        secrets.add(minted.value)
+        let result = try await queue.enqueue(
+            NewRevocation(
+                clientID: clientID, externalReference: reference, appleUserID: appleUserID,
+                credential: Credential(kind: kind, secret: minted.value), redirectURI: redirectURI,
+                maxAttempts: maxAttempts ?? configuration.worker.maxAttempts
+            ),
+            actor: "test"
+        )
+        return (result.request, minted.grantID, minted.value)
+    }
+
+    /// Enqueues `count` refresh tokens with references `prefix0`, `prefix1`, …; returns their grant ids.
+    func enqueueMany(clientID: String, prefix: String, count: Int, kind: (Int) -> CredentialKind = { _ in .refreshToken }) async throws -> [String] {
+        var grants: [String] = []
+        for index in 0..<count {
+            grants.append(try await enqueue(clientID: clientID, reference: "\(prefix)\(index)", kind: kind(index)).grantID)
+        }
+        return grants
+    }
+
+    /// Runs a worker in drain mode until nothing is due (or `deadline` passes), and returns its report.
+    func drain(
+        configuration: RevokerConfiguration? = nil, deadline: Duration = .seconds(120), concurrency: Int? = nil
+    ) async throws -> WorkerReport {
+        var configuration = configuration ?? self.configuration
+        if let concurrency { configuration.worker.concurrency = concurrency }
+        let settings = configuration.worker
+        let httpClient = AppleClient.makeHTTPClient()
+        defer { _ = httpClient.shutdown { _ in } }
+        let client = AppleClient(httpClient: httpClient, configuration: .init(baseURL: sandbox.baseURL, timeout: settings.appleTimeout), logger: logger)
+        let apps = try await AppleApps(configuration: configuration, client: client)
+        let worker = RevocationWorker(queue: queue, apps: apps, settings: settings, mode: .drain(deadline: .now + deadline), logger: logger)
+        try await worker.run()
+        return worker.report()
+    }
+
+    /// Every request, newest last.
+    func requests() async throws -> [RevocationRequest] {
+        try await queue.list(RevocationFilter(limit: 1000)).sorted { $0.createdAt < $1.createdAt }
+    }
+
+    /// The whole audit trail.
+    func audit() async throws -> [AuditRecord] {
+        var records: [AuditRecord] = []
+        var cursor: String?
+        repeat {
+            let page = try await AuditLog(client: database.client, logger: logger).query(AuditQuery(cursor: cursor, limit: 1000))
+            records += page.records
+            cursor = page.nextCursor
+        } while cursor != nil
+        return records
+    }
+
+    /// Fails when any captured log line contains a token, a code or a private key.
+    func expectNoSecretsInLogs() throws {
+        let lines = logs.all
+        let keyBodies = files.apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) }
+        for secret in secrets.all + keyBodies where lines.contains(where: { $0.contains(secret) }) {
+            throw LeakedSecret(where: "log output")
+        }
+    }
+
+    /// Fails when any audit row contains a token, a code or a private key.
+    func expectNoSecretsInAudit() async throws {
+        let rows = try await audit().map { "\($0)" }
+        for secret in secrets.all where rows.contains(where: { $0.contains(secret) }) {
+            throw LeakedSecret(where: "the audit trail")
+        }
+    }
+
+    struct LeakedSecret: Error, CustomStringConvertible {
+        var `where`: String
+        var description: String { "a secret appeared in \(self.where)" }
+    }
+}
