@@ -9,30 +9,13 @@ public final class RevokerProcess: @unchecked Sendable {
         return bundle.appendingPathComponent("revoker").path
     }
 
-    private let process = Process()
-    private let output: URL
-    private let errors: URL
+    private let handle: Handle
 
     /// Starts `revoker arguments…` with exactly `environment` (plus PATH), and `stdin` piped in when given.
     public init(_ arguments: [String], environment: [String: String], stdin: Data? = nil) throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-process-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        output = directory.appendingPathComponent("stdout")
-        errors = directory.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
         var env = environment
         env["PATH"] = ProcessInfo.processInfo.environment["PATH"]
-        process.environment = env
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(stdin) }
-        try input.fileHandleForWriting.close()
+        handle = try Handle(executable: Self.binary, arguments: arguments, environment: env, stdin: stdin)
     }
 
     /// Runs to completion and returns the exit status with what it printed.
@@ -50,40 +33,37 @@ public final class RevokerProcess: @unchecked Sendable {
         public var signalled: Bool
     }
 
-    public var processIdentifier: Int32 { process.processIdentifier }
-    public var isRunning: Bool { process.isRunning }
+    public var processIdentifier: Int32 { handle.processIdentifier }
+    public var isRunning: Bool { handle.isRunning }
 
     /// What it has written to standard output so far.
-    public var stdoutSoFar: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+    public var stdoutSoFar: String { handle.output }
     /// What it has written to standard error so far.
-    public var stderrSoFar: String { (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+    public var stderrSoFar: String { handle.errors }
 
     /// Sends a signal (SIGTERM, SIGINT, SIGKILL).
     public func signal(_ signal: Int32) {
-        kill(process.processIdentifier, signal)
+        handle.signal(signal)
     }
 
     /// Waits for the process to end; kills it and throws when `timeout` passes first.
     public func wait(timeout: Duration = .seconds(120)) async throws -> Result {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
+        while handle.isRunning {
             if ContinuousClock.now > deadline {
                 signal(SIGKILL)
                 throw TimedOutWaiting(output: stdoutSoFar, errors: stderrSoFar)
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return Result(
-            status: process.terminationStatus, stdout: stdoutSoFar, stderr: stderrSoFar,
-            signalled: process.terminationReason == .uncaughtSignal
-        )
+        return Result(status: handle.terminationStatus, stdout: stdoutSoFar, stderr: stderrSoFar, signalled: handle.signalled)
     }
 
     /// Waits until standard output or error contains `text`.
     public func waitForOutput(_ text: String, timeout: Duration = .seconds(60)) async throws {
         let deadline = ContinuousClock.now + timeout
         while !(stdoutSoFar.contains(text) || stderrSoFar.contains(text)) {
-            guard process.isRunning, ContinuousClock.now < deadline else {
+            guard handle.isRunning, ContinuousClock.now < deadline else {
                 throw TimedOutWaiting(output: stdoutSoFar, errors: stderrSoFar)
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -95,8 +75,52 @@ public final class RevokerProcess: @unchecked Sendable {
         public var errors: String
         public var description: String { "the process did not finish in time; stdout: \(output.suffix(2000)) stderr: \(errors.suffix(2000))" }
     }
+}
 
-    deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+extension RevokerProcess {
+    /// Any program run as a child process, with its output captured to files.
+    public final class Handle: @unchecked Sendable {
+        private let process = Process()
+        private let outputFile: URL
+        private let errorFile: URL
+
+        public init(executable: String, arguments: [String], environment: [String: String], stdin: Data? = nil) throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-process-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            outputFile = directory.appendingPathComponent("stdout")
+            errorFile = directory.appendingPathComponent("stderr")
+            _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            process.environment = environment
+            process.standardOutput = try FileHandle(forWritingTo: outputFile)
+            process.standardError = try FileHandle(forWritingTo: errorFile)
+            let input = Pipe()
+            process.standardInput = input
+            try process.run()
+            if let stdin { input.fileHandleForWriting.write(stdin) }
+            try input.fileHandleForWriting.close()
+        }
+
+        public var processIdentifier: Int32 { process.processIdentifier }
+        public var isRunning: Bool { process.isRunning }
+        public var output: String { (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "" }
+        public var errors: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
+        public var terminationStatus: Int32 { process.terminationStatus }
+        public var signalled: Bool { process.terminationReason == .uncaughtSignal }
+
+        public func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
+        /// SIGTERM, then waits for the process to clean up (with-postgres removes its server).
+        public func terminate() {
+            guard process.isRunning else { return }
+            signal(SIGTERM)
+            process.waitUntilExit()
+        }
+
+        deinit {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
     }
 }

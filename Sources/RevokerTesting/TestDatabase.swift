@@ -28,9 +28,10 @@ public struct TestDatabase: Sendable {
     /// Creates a database, runs `body` with a running client on it, then drops the database
     /// (also when `body` throws).
     public static func withTestDatabase<Result: Sendable>(
+        on server: String? = nil,
         _ body: (TestDatabase) async throws -> Result
     ) async throws -> Result {
-        let baseURL = try self.baseURL()
+        let baseURL = try server ?? self.baseURL()
         var baseConfiguration = try PostgresClient.Configuration(url: baseURL)
         baseConfiguration.options.maximumConnections = 4
         let name = "revoker_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")

@@ -32,9 +32,10 @@ struct WorkerHarness: Sendable {
         clientIDs: [String] = ["com.example.notes", "com.example.photos"],
         worker: [String: any Sendable] = [:],
         sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
+        server: String? = nil,
         _ body: (WorkerHarness) async throws -> T
     ) async throws -> T {
-        try await TestDatabase.withTestDatabase { database in
+        try await TestDatabase.withTestDatabase(on: server) { database in
             _ = try await Migrator(client: database.client, logger: Logger(label: "test")).migrate()
             return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
                 let files = try TestConfiguration(clientIDs: clientIDs, worker: worker)
@@ -121,6 +122,27 @@ struct WorkerHarness: Sendable {
             cursor = page.nextCursor
         } while cursor != nil
         return records
+    }
+
+    /// The environment for a `revoker` process using this harness's database, sandbox and apps.
+    var environment: [String: String] {
+        files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+    }
+
+    /// Fails when `text` (a process's output) contains a token, a code or a private key.
+    func expectNoSecrets(in text: String) throws {
+        let keyBodies = files.apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) }
+        for secret in secrets.all + keyBodies where text.contains(secret) {
+            throw LeakedSecret(where: "process output")
+        }
+    }
+
+    /// Counts requests by state, straight from the database.
+    func count(state: RevocationState) async throws -> Int {
+        let rows = try await database.client.query(
+            "SELECT count(*)::int FROM revoker.revocation_requests WHERE state = \(state.rawValue)", logger: logger
+        ).collect()
+        return try rows.first?.decode(Int.self) ?? 0
     }
 
     /// Fails when any captured log line contains a token, a code or a private key.

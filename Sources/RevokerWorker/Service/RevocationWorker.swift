@@ -104,7 +104,7 @@ public struct RevocationWorker: Service {
                 state.started(item.lease)
                 work.addTask {
                     let disposition = await self.pipeline.process(item) { self.state.mustRelease }
-                    self.state.ended(item.lease, disposition)
+                    self.state.ended(item.lease, disposition, leaseDuration: self.settings.lease)
                     signal.yield()
                 }
             }
@@ -204,6 +204,8 @@ final class WorkerState: Sendable {
         var report = WorkerReport()
         /// Retries this worker scheduled and when they fall due (`drain` waits for them).
         var retriesDue: [UUID: ContinuousClock.Instant] = [:]
+        /// Requests whose last disposition here left them unfinished.
+        var unfinished: Set<UUID> = []
     }
 
     private let shutdown = Mutex(Shutdown())
@@ -229,7 +231,11 @@ final class WorkerState: Sendable {
     var leases: [Lease] { work.withLock { Array($0.leases.values) } }
 
     var report: WorkerReport {
-        var report = work.withLock { $0.report }
+        var report = work.withLock { state in
+            var report = state.report
+            report.unfinished = state.unfinished.count
+            return report
+        }
         report.timedOut = shutdown.withLock { $0.timedOut }
         return report
     }
@@ -241,12 +247,23 @@ final class WorkerState: Sendable {
         }
     }
 
-    func ended(_ lease: Lease, _ disposition: Disposition) {
+    func ended(_ lease: Lease, _ disposition: Disposition, leaseDuration: Duration) {
         work.withLock { state in
             state.leases[lease.requestID] = nil
             state.report.add(disposition)
-            if case .retryScheduled(let delay) = disposition {
+            if case .finished = disposition {
+                state.unfinished.remove(lease.requestID)
+            } else {
+                state.unfinished.insert(lease.requestID)
+            }
+            switch disposition {
+            case .retryScheduled(let delay):
                 state.retriesDue[lease.requestID] = .now + delay
+            case .interrupted:
+                // The database failed mid-way: the request comes back once its lease expires and is rescued.
+                state.retriesDue[lease.requestID] = .now + leaseDuration
+            default:
+                break
             }
         }
     }

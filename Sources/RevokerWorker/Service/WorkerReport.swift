@@ -10,8 +10,11 @@ public struct WorkerReport: Sendable, Equatable {
     public var paused = 0
     /// Requests handed back unfinished at shutdown or at the end of the time allowed.
     public var released = 0
-    /// Requests whose lease was lost or whose processing was cut off by a database failure.
+    /// Requests whose lease was lost or whose processing was cut off by a database failure
+    /// (a drain waits for those to be rescued and tries them again).
     public var interrupted = 0
+    /// Requests this worker touched that it left unfinished (waiting for a retry, paused, handed back).
+    public var unfinished = 0
     /// Whether the run stopped because its time ran out.
     public var timedOut = false
 

@@ -45,7 +45,7 @@ struct DrainCommand: AsyncParsableCommand {
 
     static func exitCode(for report: WorkerReport) -> ExitCode {
         if report.failed > 0 { return Exit.someFailed }
-        if report.timedOut || report.paused > 0 || report.released > 0 || report.interrupted > 0 { return Exit.incomplete }
+        if report.timedOut || report.unfinished > 0 { return Exit.incomplete }
         return Exit.success
     }
 
@@ -53,7 +53,7 @@ struct DrainCommand: AsyncParsableCommand {
         var lines = [
             "Drained in \(String(format: "%.1f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)) s: "
                 + "\(report.succeeded + report.failed) finished (\(report.succeeded) succeeded, \(report.failed) failed), "
-                + "\(report.retriesScheduled) retries, \(report.paused) paused, \(report.released) handed back"
+                + "\(report.retriesScheduled) retries, \(report.unfinished) left waiting (\(report.paused) for a paused app)"
                 + (report.timedOut ? ", time ran out" : "") + "."
         ]
         for (outcome, count) in report.finished.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
@@ -65,7 +65,7 @@ struct DrainCommand: AsyncParsableCommand {
     static func json(_ report: WorkerReport, elapsed: Duration) -> String {
         let object: [String: Any] = [
             "succeeded": report.succeeded, "failed": report.failed, "retries_scheduled": report.retriesScheduled,
-            "paused": report.paused, "handed_back": report.released, "interrupted": report.interrupted, "timed_out": report.timedOut,
+            "paused": report.paused, "handed_back": report.released, "unfinished": report.unfinished, "interrupted": report.interrupted, "timed_out": report.timedOut,
             "elapsed_ms": elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
             "by_outcome": Dictionary(uniqueKeysWithValues: report.finished.map { ($0.key.rawValue, $0.value) }),
         ]

@@ -1,0 +1,69 @@
+import Foundation
+
+/// A PostgreSQL server of a test's own, started by `scripts/with-postgres`, that the test may
+/// stop and start (a database restart must not disturb the other tests' shared server).
+public final class PrivatePostgres: Sendable {
+    /// `postgres://…` of the server's default database.
+    public let url: String
+    private let control: String
+    private let holder: RevokerProcess.Handle
+
+    /// The package's root directory, from this file's place in it.
+    public static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// Starts a server for the duration of `body`.
+    public static func with<T>(_ body: (PrivatePostgres) async throws -> T) async throws -> T {
+        let server = try await PrivatePostgres()
+        defer { server.holder.terminate() }
+        return try await body(server)
+    }
+
+    private init() async throws {
+        let script = Self.packageRoot.appendingPathComponent("scripts/with-postgres").path
+        var environment = ProcessInfo.processInfo.environment
+        environment["DATABASE_URL"] = nil
+        holder = try RevokerProcess.Handle(
+            executable: script,
+            arguments: ["sh", "-c", "echo \"READY $DATABASE_URL $WITH_POSTGRES_CTL\"; exec sleep 3600"],
+            environment: environment
+        )
+        let deadline = ContinuousClock.now + .seconds(120)
+        while true {
+            if let line = holder.output.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }) {
+                let parts = line.split(separator: " ")
+                guard parts.count == 3 else { throw Failure(message: "unexpected output from with-postgres: \(line)") }
+                url = String(parts[1])
+                control = String(parts[2])
+                return
+            }
+            guard holder.isRunning, ContinuousClock.now < deadline else {
+                throw Failure(message: "with-postgres did not start a server: \(holder.errors.suffix(2000))")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Stops the server (fast shutdown: connections are cut).
+    public func stop() throws { try run("stop", "-m", "fast") }
+
+    /// Starts the stopped server again on the same port.
+    public func start() throws { try run("start") }
+
+    private func run(_ arguments: String...) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: control)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Failure(message: "pg_ctl \(arguments.joined(separator: " ")) failed") }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+}

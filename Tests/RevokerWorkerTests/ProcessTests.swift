@@ -1,0 +1,155 @@
+import AppleSignIn
+import AppleSignInSandbox
+import Foundation
+import RevokerStore
+import RevokerTesting
+import RevokerWorker
+import Testing
+
+/// The `revoker` binary under signals, crashes and a database restart.
+@Suite("revoker work and drain as processes")
+struct ProcessTests {
+    static let fastWorker: [String: any Sendable] = [
+        "lease_seconds": 5, "poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1, "concurrency": 4,
+    ]
+
+    @Test func aWorkerKilledMidDrainLosesNothing() async throws {
+        try await WorkerHarness.with(worker: Self.fastWorker) { harness in
+            let grants = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "k", count: 40) { $0 % 3 == 0 ? .authorizationCode : .refreshToken }
+            try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 100))
+
+            let first = try RevokerProcess(["drain", "--log-level", "debug"], environment: harness.environment)
+            while try await harness.count(state: .succeeded) < 8 {
+                #expect(first.isRunning, "the drain ended before it could be killed: \(first.stderrSoFar.suffix(500))")
+                guard first.isRunning else { return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            first.signal(SIGKILL)
+            let killed = try await first.wait()
+            #expect(killed.signalled)
+            let runningAtKill = try await harness.count(state: .running)
+
+            try await Task.sleep(for: .seconds(5.5))  // the dead worker's leases expire
+            let second = try await RevokerProcess.run(["drain", "--log-level", "debug"], environment: harness.environment)
+            #expect([0, 1].contains(second.status), "\(second.stderr.suffix(1000))")
+
+            let requests = try await harness.requests()
+            #expect(requests.count == 40 && requests.allSatisfy { $0.state.isFinal }, "no request is lost or stuck")
+            var exchangedTwice = 0
+            for grantID in grants {
+                let grant = try await harness.sandbox.admin.grant(grantID)
+                if grant.codeExchanges + grant.rejectedCodeExchanges > 1 {
+                    exchangedTwice += 1  // the kill fell between Apple's answer and the commit of the refresh token
+                } else {
+                    #expect(grant.revoked, "every grant whose code was not caught in the kill window is revoked")
+                }
+            }
+            let audit = try await harness.audit()
+            let rescued = audit.filter { $0.event == "rescued" }.count
+            #expect(rescued == runningAtKill, "every request in flight at the kill is rescued and audited")
+            print("kill test: \(runningAtKill) in flight at SIGKILL, \(rescued) rescued, \(exchangedTwice) codes exchanged twice")
+            try harness.expectNoSecrets(in: killed.stdout + killed.stderr + second.stdout + second.stderr)
+            try await harness.expectNoSecretsInAudit()
+        }
+    }
+
+    @Test func sigtermLetsInFlightRequestsFinish() async throws {
+        var worker = Self.fastWorker
+        worker["shutdown_grace_seconds"] = 15
+        try await WorkerHarness.with(worker: worker) { harness in
+            _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "t", count: 20)
+            try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 300))
+            let process = try RevokerProcess(["work", "--log-level", "debug"], environment: harness.environment)
+            while try await harness.count(state: .running) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            process.signal(SIGTERM)
+            let result = try await process.wait(timeout: .seconds(30))
+            #expect(result.status == 0 && !result.signalled, "\(result.stderr.suffix(1000))")
+            #expect(try await harness.count(state: .running) == 0, "nothing is left running")
+            let requests = try await harness.requests()
+            #expect(requests.allSatisfy { $0.state == .pending || $0.outcome == .revoked })
+            #expect(requests.contains { $0.outcome == .revoked }, "the in-flight requests finished")
+            try harness.expectNoSecrets(in: result.stdout + result.stderr)
+        }
+    }
+
+    @Test func sigtermAfterTheGracePeriodHandsRequestsBack() async throws {
+        var worker = Self.fastWorker
+        worker["shutdown_grace_seconds"] = 0
+        try await WorkerHarness.with(worker: worker) { harness in
+            _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "g", count: 8)
+            try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 700))
+            let process = try RevokerProcess(["work"], environment: harness.environment)
+            while try await harness.count(state: .running) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            process.signal(SIGINT)
+            let result = try await process.wait(timeout: .seconds(30))
+            #expect(result.status == 0, "\(result.stderr.suffix(1000))")
+            #expect(try await harness.count(state: .running) == 0)
+            let audit = try await harness.audit()
+            #expect(audit.contains { $0.event == "released" }, "unfinished requests were handed back, audited")
+            let requests = try await harness.requests()
+            #expect(requests.filter { $0.state == .pending }.allSatisfy { $0.attempts == 0 }, "a handed-back request keeps its attempts")
+        }
+    }
+
+    @Test func aDatabaseRestartDuringADrainIsSurvived() async throws {
+        try await PrivatePostgres.with { server in
+            try await WorkerHarness.with(worker: Self.fastWorker, server: server.url) { harness in
+                _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "r", count: 30) { $0 % 4 == 0 ? .authorizationCode : .refreshToken }
+                try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 150))
+                let drain = try RevokerProcess(["drain", "--log-level", "info"], environment: harness.environment)
+                while try await harness.count(state: .succeeded) < 5 { try await Task.sleep(for: .milliseconds(20)) }
+                try server.stop()
+                try await Task.sleep(for: .seconds(2))
+                try server.start()
+                let result = try await drain.wait(timeout: .seconds(120))
+                #expect([0, 1].contains(result.status), "the drain finished after the restart: \(result.stderr.suffix(1500))")
+                let requests = try await harness.requests()
+                #expect(requests.count == 30 && requests.allSatisfy { $0.state.isFinal }, "\(requests.filter { !$0.state.isFinal }.count) left unfinished")
+                #expect(result.stderr.contains("Database reachable again") || result.stderr.contains("rescued") || result.stderr.contains("Rescued"))
+            }
+        }
+    }
+
+    @Test func drainExitCodesAreAsDocumented() async throws {
+        try await WorkerHarness.with(worker: Self.fastWorker) { harness in
+            try await harness.enqueue(clientID: "com.example.notes", reference: "fine", kind: .refreshToken)
+            let success = try await RevokerProcess.run(["drain"], environment: harness.environment)
+            #expect(success.status == 0, "\(success.stderr)")
+            #expect(success.stdout.contains("1 succeeded"))
+
+            // A code that was already used: the request fails as code_rejected.
+            let used = try await harness.enqueue(clientID: "com.example.notes", reference: "used", kind: .authorizationCode)
+            try await harness.sandbox.withClient { client in
+                let app = try harness.configuration.apps["com.example.notes"].unwrapped().apple
+                _ = try await AppleAppClient(client: client, signer: try await ClientSecretSigner(app: app)).exchange(code: used.secret, redirectURI: nil)
+            }
+            let failed = try await RevokerProcess.run(["drain", "--json"], environment: harness.environment)
+            #expect(failed.status == 1)
+            #expect(failed.stdout.contains("\"code_rejected\":1"))
+
+            // An app whose key Apple does not know: paused, so the drain ends with work waiting.
+            let photos = harness.files.apps[1]
+            try await harness.sandbox.admin.register(
+                .init(clientID: photos.clientID, teamID: photos.teamID, keyID: photos.keyID, publicKeyPEM: TestAppFiles.otherPublicKeyPEM())
+            )
+            try await harness.enqueue(clientID: photos.clientID, reference: "paused", kind: .refreshToken)
+            let incomplete = try await RevokerProcess.run(["drain"], environment: harness.environment)
+            #expect(incomplete.status == 3, "\(incomplete.stdout) \(incomplete.stderr)")
+
+            var noDatabase = harness.environment
+            noDatabase["DATABASE_URL"] = nil
+            let couldNotRun = try await RevokerProcess.run(["drain"], environment: noDatabase)
+            #expect(couldNotRun.status == 2)
+            #expect(couldNotRun.stderr.contains("DATABASE_URL") && !couldNotRun.stderr.contains("Stack"))
+        }
+    }
+
+    @Test func aWorkerRefusesAnUnmigratedDatabase() async throws {
+        try await TestDatabase.withTestDatabase { database in
+            let files = try TestConfiguration(clientIDs: ["com.example.notes"])
+            let result = try await RevokerProcess.run(["work"], environment: files.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9"))
+            #expect(result.status == 2)
+            #expect(result.stderr.contains("revoker migrate"))
+        }
+    }
+}
