@@ -10,6 +10,9 @@ struct Revoker: AsyncParsableCommand {
             authorization code or validates the stored refresh token at Apple, revokes it, retries what \
             is transient and records every step in an audit trail.
             """,
-        subcommands: [MigrateCommand.self, SandboxCommand.self]
+        subcommands: [
+            MigrateCommand.self, SandboxCommand.self, EnqueueCommand.self, StatusCommand.self, AuditCommand.self, CheckCommand.self,
+            KeygenCommand.self,
+        ]
     )
 }
