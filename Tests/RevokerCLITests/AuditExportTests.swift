@@ -1,5 +1,5 @@
 import Foundation
-import RevokerStore
+@testable import RevokerStore
 import Testing
 
 @Suite("Audit export renderers")

@@ -1,3 +1,4 @@
+import AppleSignInSandbox
 import Foundation
 import RevokerStore
 import RevokerTesting

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 import RevokerStore
 import RevokerTesting
 import Testing

@@ -1,3 +1,4 @@
+import AppleSignIn
 import ArgumentParser
 import Foundation
 import Logging
