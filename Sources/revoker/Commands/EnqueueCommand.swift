@@ -87,11 +87,12 @@ struct EnqueueCommand: AsyncParsableCommand {
     @Flag(name: .customLong("credential-stdin"), help: "Read the credential from standard input.")
     var credentialStdin = false
 
+    // A String for the same reason as --kind: a rejected value is not echoed.
     @Option(
         name: .customLong("max-attempts"),
         help: ArgumentHelp("Attempts before the request fails as exhausted, 1-100 (default: the worker's max_attempts).", valueName: "n")
     )
-    var maxAttempts: Int?
+    var maxAttempts: String?
 
     @Flag(name: .customLong("json"), help: #"Print {"id": …, "state": …, "created": true|false} for scripts."#)
     var json = false
@@ -127,7 +128,7 @@ struct EnqueueCommand: AsyncParsableCommand {
                 throw fail("--redirect-uri must be an http(s) URL of at most 2048 characters. Nothing was stored.")
             }
         }
-        if let maxAttempts, !(1...100).contains(maxAttempts) {
+        if let maxAttempts, !(Int(maxAttempts).map { (1...100).contains($0) } ?? false) {
             throw fail("--max-attempts must be between 1 and 100. Nothing was stored.")
         }
         guard (credentialFile != nil) != credentialStdin else {
@@ -156,7 +157,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         let new = NewRevocation(
             clientID: app.apple.clientID, externalReference: reference, appleUserID: appleUserID,
             credential: Credential(kind: kind, secret: secret), redirectURI: redirectURI,
-            maxAttempts: maxAttempts ?? configuration.worker.maxAttempts
+            maxAttempts: maxAttempts.flatMap { Int($0) } ?? configuration.worker.maxAttempts
         )
         let actor = Self.actor()
         let result = try await withDatabase(configuration, logger: logger) { client in
