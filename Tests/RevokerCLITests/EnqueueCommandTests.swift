@@ -105,6 +105,8 @@ struct EnqueueCommandTests {
         BadInput(name: "token with a required option missing", arguments: ["--client-id", "com.example.app", "--kind", "refresh-token", "TOKEN"], mentions: "reference"),
         BadInput(name: "oversized file", arguments: base + ["--credential-file", "FILE"], fileContents: oversized, mentions: "bytes"),
         BadInput(name: "oversized standard input", arguments: base + ["--credential-stdin"], stdin: oversized, mentions: "bytes"),
+        BadInput(name: "endless device as the credential file", arguments: base + ["--credential-file", "/dev/zero"], mentions: "larger than 8192 bytes"),
+        BadInput(name: "token with an inner space", arguments: base + ["--credential-stdin"], stdin: "TOKEN TOKEN", mentions: "whitespace"),
         BadInput(name: "no credential source", arguments: base, mentions: "--credential-file"),
         BadInput(name: "both credential sources", arguments: base + ["--credential-stdin", "--credential-file", "FILE"], fileContents: "TOKEN", stdin: "TOKEN", mentions: "exactly one"),
         BadInput(name: "redirect uri with a refresh token", arguments: base + ["--redirect-uri", "https://example.com/cb", "--credential-stdin"], stdin: "TOKEN", mentions: "--redirect-uri"),

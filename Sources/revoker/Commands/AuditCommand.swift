@@ -16,7 +16,8 @@ struct AuditCommand: AsyncParsableCommand {
 
             Examples:
               revoker audit --reference user-42
-              revoker audit --client-id com.example.app --since 2026-01-01 --until 2026-02-01 --format csv > january.csv
+              revoker audit --client-id com.example.app --since 2026-01-01 \\
+                --until 2026-02-01 --format csv > january.csv
               revoker audit --event revoked --event failed --format json --limit 50000
 
             CSV follows RFC 4180 (header row, CRLF); values starting with = + - @ get a leading ' so spreadsheets \

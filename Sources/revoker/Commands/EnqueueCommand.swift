@@ -23,11 +23,11 @@ struct EnqueueCommand: AsyncParsableCommand {
             Enqueueing is idempotent: the same --client-id and --reference with the same credential returns the \
             live request that already exists; a different credential for a live request is refused.
 
-            Example:
+            Examples:
               revoker enqueue --client-id com.example.app --reference user-42 \\
                 --kind refresh-token --credential-file /run/secrets/token --json
-              printf %s "$TOKEN" | revoker enqueue --client-id com.example.app --reference user-42 \\
-                --kind refresh-token --credential-stdin
+              printf %s "$TOKEN" | revoker enqueue --client-id com.example.app \\
+                --reference user-42 --kind refresh-token --credential-stdin
 
             Exit codes: 0 enqueued (new or existing), 2 refused (nothing was stored).
             """
@@ -143,16 +143,7 @@ struct EnqueueCommand: AsyncParsableCommand {
             throw fail("The --client-id is not a configured app (configured: \(known)). Nothing was stored.")
         }
         guard let kind = Self.kinds[kind] else { throw Exit.couldNotRun }
-        if let credentialFile {
-            // readCredential names the path in its message; a mistyped command can put a token there.
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: credentialFile, isDirectory: &isDirectory), !isDirectory.boolValue,
-                FileManager.default.isReadableFile(atPath: credentialFile)
-            else {
-                throw fail("The file given with --credential-file does not exist or cannot be read (path not shown). Nothing was stored.")
-            }
-        }
-        let secret = try readCredential(file: credentialFile, stdin: credentialStdin)
+        let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
         let logger = CommandLogging.logger(label: "revoker.enqueue", level: options.logLevel)
         let new = NewRevocation(
             clientID: app.apple.clientID, externalReference: reference, appleUserID: appleUserID,
@@ -196,6 +187,51 @@ struct EnqueueCommand: AsyncParsableCommand {
         var state: String
         var created: Bool
     }
+
+    /// Reads the credential from `file`, or standard input when nil, never more than
+    /// `maximumBytes + 1` bytes, then applies the same checks as `readCredential`.
+    ///
+    /// Unlike `readCredential` it stops reading at the limit (so `/dev/zero` or a huge pipe cannot
+    /// exhaust memory), accepts pipes such as `<(vault read …)`, and does not print the path
+    /// (a mistyped command line can put a token there).
+    static func readBoundedCredential(file: String?, maximumBytes: Int) throws -> String {
+        let handle: FileHandle
+        if let file {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), !isDirectory.boolValue,
+                let opened = FileHandle(forReadingAtPath: file)
+            else {
+                throw fail("The file given with --credential-file does not exist or cannot be read (path not shown). Nothing was stored.")
+            }
+            handle = opened
+        } else {
+            handle = FileHandle.standardInput
+        }
+        defer { if file != nil { try? handle.close() } }
+        var data = Data()
+        do {
+            while data.count <= maximumBytes, let chunk = try handle.read(upToCount: maximumBytes + 1 - data.count), !chunk.isEmpty {
+                data.append(chunk)
+            }
+        } catch {
+            throw fail("The credential could not be read (\(file == nil ? "standard input" : "--credential-file")). Nothing was stored.")
+        }
+        guard data.count <= maximumBytes else {
+            throw fail("The credential is larger than \(maximumBytes) bytes; Apple's codes and tokens are far smaller. Nothing was stored.")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw fail("The credential is not UTF-8 text. Nothing was stored.")
+        }
+        let credential = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !credential.isEmpty else { throw fail("The credential is empty. Nothing was stored.") }
+        guard !credential.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7F } == true }) else {
+            throw fail("The credential contains whitespace or control characters inside it; expected one code or token. Nothing was stored.")
+        }
+        return credential
+    }
+
+    /// The largest credential accepted (the store's own limit).
+    static let maximumCredentialBytes = 8192
 
     static let kinds: [String: CredentialKind] = [
         "authorization-code": .authorizationCode, "refresh-token": .refreshToken, "access-token": .accessToken,
