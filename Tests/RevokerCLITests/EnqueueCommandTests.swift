@@ -120,7 +120,13 @@ struct EnqueueCommandTests {
             let arguments = ["enqueue"] + input.arguments.map { argument in
                 argument == "FILE" ? (file ?? "") : argument.replacingOccurrences(of: "TOKEN", with: token)
             }
-            let result = try await fixture.run(arguments, stdin: input.stdin.map { Data($0.replacingOccurrences(of: "TOKEN", with: token).utf8) })
+            let stdin = input.stdin.map { $0.replacingOccurrences(of: "TOKEN", with: token) }
+            let result =
+                if let stdin, stdin.utf8.count > 8192 {
+                    try await fixture.run(arguments, stdinFile: try fixture.write(stdin))
+                } else {
+                    try await fixture.run(arguments, stdin: stdin.map { Data($0.utf8) })
+                }
             // Our refusals exit 2; ArgumentParser's own usage errors exit 64.
             #expect(result.status == 2 || (input.name.contains("missing") && result.status == 64), "status \(result.status): \(result.stderr)")
             #expect(result.stderr.contains(input.mentions), "\(result.stderr)")
