@@ -207,7 +207,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         } else {
             handle = FileHandle.standardInput
             if isatty(STDIN_FILENO) == 1 {
-                FileHandle.standardError.write(Data("Paste the credential, then press Return and Ctrl-D (it is not echoed anywhere else):\n".utf8))
+                FileHandle.standardError.write(Data("Paste the credential, then press Return and Ctrl-D:\n".utf8))
             }
         }
         defer { if file != nil { try? handle.close() } }
