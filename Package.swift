@@ -161,5 +161,17 @@ let package = Package(
             dependencies: ["RevokerStore", "RevokerTesting"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "RevokerCLITests",
+            dependencies: [
+                "RevokerTesting",
+                "RevokerStore",
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
     ]
 )

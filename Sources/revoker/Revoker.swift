@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct Revoker: AsyncParsableCommand {
@@ -10,6 +11,36 @@ struct Revoker: AsyncParsableCommand {
             authorization code or validates the stored refresh token at Apple, revokes it, retries what \
             is transient and records every step in an audit trail.
             """,
-        subcommands: [MigrateCommand.self, WorkCommand.self, DrainCommand.self, SandboxCommand.self, DemoCommand.self]
+        subcommands: [
+            MigrateCommand.self, EnqueueCommand.self, WorkCommand.self, DrainCommand.self, StatusCommand.self, AuditCommand.self,
+            CheckCommand.self, KeygenCommand.self, SandboxCommand.self, DemoCommand.self,
+        ]
     )
+
+    /// ArgumentParser's `main`, except that a parse error never repeats a command-line value:
+    /// `--credential-stdin=<token>`, `--json=<token>` or `--log-level <token>` would print it.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try await asyncParseAsRoot(arguments)
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            let message = self.message(for: error)
+            let values = arguments.flatMap { argument in
+                argument.hasPrefix("-") ? argument.split(separator: "=", maxSplits: 1).dropFirst().map(String.init) : [argument]
+            }
+            if code != .success, values.contains(where: { message.contains("'\($0)'") }) {
+                FileHandle.standardError.write(
+                    Data("Error: the command line could not be parsed; the offending value is not shown, as it may be a secret. See 'revoker help'.\n".utf8)
+                )
+                Foundation.exit(code.rawValue)
+            }
+            exit(withError: error)
+        }
+    }
 }

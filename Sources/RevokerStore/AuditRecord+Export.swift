@@ -1,0 +1,183 @@
+import Foundation
+
+/// The formats audit records are exported in (the CLI's `audit --format`, and the HTTP API).
+public enum AuditExportFormat: String, Sendable, Hashable, CaseIterable {
+    /// Columns aligned for a terminal; long text shortened, control characters replaced.
+    case table
+    /// A JSON array of objects with snake_case keys; every key present, `null` when empty.
+    case json
+    /// RFC 4180 CSV with a header row, CRLF line ends, formula injection neutralised.
+    case csv
+}
+
+extension AuditRecord {
+    /// The exported columns, in order: CSV header names and JSON keys.
+    public static let exportColumns: [String] = [
+        "id", "occurred_at", "request_id", "client_id", "external_reference", "apple_user_id", "event", "attempt", "actor",
+        "apple_endpoint", "http_status", "apple_error", "apple_error_description", "latency_ms", "detail",
+    ]
+
+    /// The record's values as text, in ``exportColumns`` order; nil where the record has no value.
+    public var exportValues: [String?] {
+        [
+            String(self.id), AuditExport.timestamp(self.occurredAt), self.requestID?.uuidString.lowercased(), self.clientID,
+            self.externalReference, self.appleUserID, self.event, self.attempt.map(String.init), self.actor, self.appleEndpoint,
+            self.httpStatus.map(String.init), self.appleError, self.appleErrorDescription, self.latencyMilliseconds.map(String.init),
+            self.detail,
+        ]
+    }
+}
+
+/// Renders audit records as CSV, JSON or an aligned table.
+///
+/// The functions come in whole-document and piecewise forms, so a caller can stream pages
+/// (header, then rows or objects page by page) without holding the whole trail in memory.
+public enum AuditExport {
+    // MARK: Whole documents
+
+    /// Renders `records` in `format`; the result ends with a line break.
+    public static func render(_ records: [AuditRecord], as format: AuditExportFormat) -> String {
+        switch format {
+        case .table: table(records)
+        case .json: json(records)
+        case .csv: csv(records)
+        }
+    }
+
+    /// RFC 4180 CSV: the header row, then one row per record, CRLF line ends.
+    public static func csv(_ records: [AuditRecord]) -> String {
+        var text = csvHeader()
+        for record in records { text += csvRow(record) }
+        return text
+    }
+
+    /// A JSON array of objects, one per line (valid JSON, and easy to diff or grep).
+    public static func json(_ records: [AuditRecord]) -> String {
+        guard !records.isEmpty else { return "[]\n" }
+        return "[\n" + records.map(jsonObject).joined(separator: ",\n") + "\n]\n"
+    }
+
+    /// Columns aligned for a terminal, with a header line. Long text is shortened with `…`
+    /// and control characters are shown as `?`, so a stored value cannot drive the terminal.
+    public static func table(_ records: [AuditRecord]) -> String {
+        let headers = ["OCCURRED AT", "EVENT", "REQUEST", "CLIENT ID", "REFERENCE", "ATTEMPT", "ACTOR", "APPLE", "DETAIL"]
+        let limits = [27, 20, 36, 40, 40, 7, 40, 60, 80]
+        var rows: [[String]] = [headers]
+        for record in records {
+            let apple = [record.appleEndpoint, record.httpStatus.map(String.init), record.appleError, record.appleErrorDescription]
+                .compactMap { $0 }.joined(separator: " ")
+            let values = [
+                timestamp(record.occurredAt), record.event, record.requestID?.uuidString.lowercased() ?? "-", record.clientID ?? "-",
+                record.externalReference ?? "-", record.attempt.map(String.init) ?? "-", record.actor, apple.isEmpty ? "-" : apple,
+                record.detail ?? "-",
+            ]
+            rows.append(zip(values, limits).map { terminalSafe($0, limit: $1) })
+        }
+        var widths = Array(repeating: 0, count: headers.count)
+        for row in rows {
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+        }
+        var text = ""
+        for row in rows {
+            var line = ""
+            for (index, cell) in row.enumerated() {
+                line += index == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[index] - cell.count + 2)
+            }
+            text += line + "\n"
+        }
+        return text
+    }
+
+    // MARK: Pieces
+
+    /// The CSV header row, with its CRLF.
+    public static func csvHeader() -> String {
+        AuditRecord.exportColumns.map(csvField).joined(separator: ",") + "\r\n"
+    }
+
+    /// One CSV row, with its CRLF. Missing values are empty fields.
+    public static func csvRow(_ record: AuditRecord) -> String {
+        record.exportValues.map { csvField($0 ?? "") }.joined(separator: ",") + "\r\n"
+    }
+
+    /// One CSV field per RFC 4180, neutralised against spreadsheet formula injection.
+    ///
+    /// A value starting with `=`, `+`, `-`, `@`, a tab or a carriage return would be run as a
+    /// formula by spreadsheet programs; it gets a leading `'` (OWASP's advice). A value with
+    /// a comma, a double quote, a line break or a leading or trailing space is quoted, inner
+    /// quotes doubled.
+    public static func csvField(_ value: String) -> String {
+        var field = value
+        if let first = field.unicodeScalars.first, ["=", "+", "-", "@", "\t", "\r"].contains(first) {
+            field = "'" + field
+        }
+        let needsQuotes = field.contains { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+            || field.hasPrefix(" ") || field.hasSuffix(" ")
+        guard needsQuotes else { return field }
+        return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// One record as a single-line JSON object with every key of ``AuditRecord/exportColumns``
+    /// (numbers as numbers, missing values as `null`).
+    public static func jsonObject(_ record: AuditRecord) -> String {
+        let numeric: Set<String> = ["id", "attempt", "http_status", "latency_ms"]
+        let members = zip(AuditRecord.exportColumns, record.exportValues).map { key, value -> String in
+            let rendered: String
+            if let value {
+                rendered = numeric.contains(key) ? value : jsonString(value)
+            } else {
+                rendered = "null"
+            }
+            return "\(jsonString(key)):\(rendered)"
+        }
+        return "{" + members.joined(separator: ",") + "}"
+    }
+
+    /// A timestamp as ISO 8601 in UTC with microseconds, e.g. `2026-11-22T08:38:53.123456Z`
+    /// (the database's precision, so exported rows keep their order).
+    public static func timestamp(_ date: Date) -> String {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let (seconds, fraction) = micros.quotientAndRemainder(dividingBy: 1_000_000)
+        let wholeSeconds = fraction < 0 ? seconds - 1 : seconds
+        let positiveFraction = fraction < 0 ? fraction + 1_000_000 : fraction
+        let base = Date(timeIntervalSince1970: TimeInterval(wholeSeconds)).formatted(.iso8601)
+        let digits = String(positiveFraction)
+        return String(base.dropLast()) + "." + String(repeating: "0", count: 6 - digits.count) + digits + "Z"
+    }
+
+    // MARK: Helpers
+
+    /// A JSON string literal, escaping quotes, backslashes and every control character.
+    public static func jsonString(_ value: String) -> String {
+        var text = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value)
+                || scalar.value == 0x2028 || scalar.value == 0x2029:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        return text + "\""
+    }
+
+    /// Replaces control characters (including escape sequences' ESC) with `?` and shortens to `limit` characters.
+    public static func terminalSafe(_ value: String, limit: Int) -> String {
+        let cleaned = String(
+            String.UnicodeScalarView(
+                value.unicodeScalars.map { scalar in
+                    scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format
+                        || scalar == "\u{2028}" || scalar == "\u{2029}" ? "?" : scalar
+                }
+            )
+        )
+        guard cleaned.count > limit else { return cleaned }
+        return String(cleaned.prefix(max(0, limit - 1))) + "…"
+    }
+}

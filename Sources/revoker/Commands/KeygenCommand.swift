@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import RevokerStore
+
+struct KeygenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keygen",
+        abstract: "Print a new credential sealing key entry (keyID=base64) for REVOKER_SEALING_KEYS_FILE.",
+        discussion: """
+            Credentials are sealed at rest with AES-256-GCM under the keys listed in REVOKER_SEALING_KEYS_FILE, one \
+            keyID=base64 line each. The last line is the current key: new credentials are sealed with it, and older \
+            keys keep opening what they sealed. To rotate, append a new line and restart the workers; remove an old \
+            line only once no stored credential uses it.
+
+            Example:
+              umask 077; revoker keygen >> /etc/revoker/sealing-keys
+              revoker keygen --key-id 2026-q3 >> /etc/revoker/sealing-keys
+            """
+    )
+
+    @Option(
+        name: .customLong("key-id"),
+        help: ArgumentHelp("The key's id: 1-64 of A-Z a-z 0-9 . _ - (default: k and today's UTC date, e.g. k20260131).", valueName: "id")
+    )
+    var keyID: String?
+
+    func run() throws {
+        let id = keyID ?? Self.defaultKeyID()
+        let entry: String
+        do {
+            entry = try CredentialKeyring.generateEntry(keyID: id)
+        } catch {
+            throw fail("Cannot make a key: \(error.message).")
+        }
+        FileHandle.standardError.write(
+            Data(
+                "revoker: append this line to the REVOKER_SEALING_KEYS_FILE (newest last: the last line becomes the current sealing key; keep older lines to open what they sealed).\n"
+                    .utf8
+            )
+        )
+        print(entry)
+    }
+
+    static func defaultKeyID(now: Date = Date()) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let parts = calendar.dateComponents([.year, .month, .day], from: now)
+        return String(format: "k%04d%02d%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+    }
+}

@@ -1,0 +1,118 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RevokerStore
+import RevokerWorker
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the queue: requests by state and outcome, the oldest due request, paused apps and unsealed SQL intake.",
+        discussion: """
+            Reads PostgreSQL only (DATABASE_URL or "database_url"); Apple is not contacted. A growing oldest due \
+            age means the workers are not keeping up or not running; a paused app has a configuration fault \
+            (usually invalid_client) and waits for its next probe; unsealed intake counts credentials enqueued \
+            through SQL that a worker has not sealed yet.
+
+            Example:
+              revoker status
+              revoker status --json | jq '.by_state.pending'
+            """
+    )
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Flag(name: .customLong("json"), help: "Print one JSON object (snake_case keys, ISO 8601 UTC times) instead of a table.")
+    var json = false
+
+    func run() async throws {
+        let configuration = try loadConfiguration(options, needs: .database)
+        let logger = CommandLogging.logger(label: "revoker.status", level: options.logLevel)
+        let (statistics, paused) = try await withDatabase(configuration, logger: logger) { client in
+            let queue = RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+            do {
+                return (try await queue.statistics(), try await queue.pausedApps())
+            } catch let error as RevokerStoreError {
+                let current = (try? await Migrator(client: client, logger: logger).isCurrent()) ?? true
+                if !current { throw fail("The database schema is not current: run `revoker migrate` first.") }
+                throw fail("Could not read the queue: \(error.message).")
+            }
+        }
+        print(json ? Self.json(statistics, paused: paused) : Self.table(statistics, paused: paused), terminator: "")
+    }
+
+    static func outcomeCounts(_ statistics: QueueStatistics) -> [(RevocationOutcome, Int)] {
+        RevocationOutcome.all.map { outcome in
+            (outcome, statistics.byOutcome.filter { $0.key.outcome == outcome }.map(\.value).reduce(0, +))
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000
+    }
+
+    static func json(_ statistics: QueueStatistics, paused: [AppPause]) -> String {
+        let byState = RevocationState.all.map { "\(AuditExport.jsonString($0.rawValue)): \(statistics.byState[$0] ?? 0)" }
+        let byOutcome = outcomeCounts(statistics).map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
+        let pauses = paused.map { pause in
+            [
+                "\"client_id\": \(AuditExport.jsonString(pause.clientID))",
+                "\"reason_code\": \(AuditExport.jsonString(pause.reason.code))",
+                "\"reason_description\": \(pause.reason.description.map(AuditExport.jsonString) ?? "null")",
+                "\"paused_at\": \(AuditExport.jsonString(AuditExport.timestamp(pause.pausedAt)))",
+                "\"next_probe_at\": \(AuditExport.jsonString(AuditExport.timestamp(pause.nextProbeAt)))",
+            ].joined(separator: ", ")
+        }
+        return """
+            {
+              "by_state": {\(byState.joined(separator: ", "))},
+              "by_outcome": {\(byOutcome.joined(separator: ", "))},
+              "oldest_due_age_seconds": \(String(format: "%.3f", seconds(statistics.oldestDueAge))),
+              "paused_apps": [\(pauses.map { "{\($0)}" }.joined(separator: ", "))],
+              "unsealed_intake": \(statistics.unsealedIntake)
+            }
+
+            """
+    }
+
+    static func table(_ statistics: QueueStatistics, paused: [AppPause]) -> String {
+        var text = "Requests by state\n"
+        for state in RevocationState.all {
+            text += "  " + state.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0) + String(statistics.byState[state] ?? 0) + "\n"
+        }
+        text += "Final requests by outcome\n"
+        for (outcome, count) in outcomeCounts(statistics) {
+            text += "  " + outcome.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0) + String(count) + "\n"
+        }
+        let age = seconds(statistics.oldestDueAge)
+        text += "Oldest due request: " + (age > 0 ? "waiting \(describe(age))" : "none waiting") + "\n"
+        text += "Unsealed SQL intake: \(statistics.unsealedIntake)\n"
+        if paused.isEmpty {
+            text += "Paused apps: none\n"
+        } else {
+            text += "Paused apps: \(paused.count)\n"
+            let rows = [["CLIENT ID", "REASON", "PAUSED SINCE", "NEXT PROBE"]] + paused.map { pause in
+                [
+                    AuditExport.terminalSafe(pause.clientID, limit: 60), AuditExport.terminalSafe(pause.reason.code, limit: 40),
+                    AuditExport.timestamp(pause.pausedAt), AuditExport.timestamp(pause.nextProbeAt),
+                ]
+            }
+            let widths = (0..<4).map { column in rows.map { $0[column].count }.max() ?? 0 }
+            for row in rows {
+                text += "  " + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()
+                    .trimmingCharacters(in: .whitespaces) + "\n"
+            }
+        }
+        return text
+    }
+
+    static func describe(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<120: String(format: "%.1f s", seconds)
+        case ..<7200: String(format: "%.0f min", seconds / 60)
+        case ..<172_800: String(format: "%.1f h", seconds / 3600)
+        default: String(format: "%.1f days", seconds / 86_400)
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import AppleSignInSandbox
+import Foundation
+import RevokerStore
+import RevokerTesting
+import Testing
+
+@Suite("revoker check and keygen")
+struct CheckKeygenCommandTests {
+    static func apps(_ report: [String: Any]) throws -> [String: [String: Any]] {
+        let list = try #require(report["apps"] as? [[String: Any]])
+        return Dictionary(uniqueKeysWithValues: list.compactMap { app in (app["client_id"] as? String).map { ($0, app) } })
+    }
+
+    /// Expects no private key, client secret or signature in the output.
+    static func expectNoKeyMaterial(_ result: RevokerProcess.Result, _ configuration: TestConfiguration, sourceLocation: SourceLocation = #_sourceLocation) {
+        let lines = configuration.apps.flatMap { $0.privateKeyPEM.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") } }
+        for line in lines {
+            #expect(!result.stdout.contains(line) && !result.stderr.contains(line), "private key material printed", sourceLocation: sourceLocation)
+        }
+        // A JWS starts with the base64url of `{"`: no header, claims or whole token in base64.
+        #expect(!result.stdout.contains("eyJ") && !result.stderr.contains("eyJ"), "an encoded JWS was printed", sourceLocation: sourceLocation)
+        #expect(!result.stdout.contains("PRIVATE KEY") && !result.stderr.contains("PRIVATE KEY"), sourceLocation: sourceLocation)
+    }
+
+    @Test("check prints each app's decoded client secret header and claims, never the signature or key")
+    func offline() async throws {
+        let configuration = try TestConfiguration(clientIDs: ["com.example.app", "com.example.web"])
+        defer { try? FileManager.default.removeItem(at: configuration.directory) }
+        let result = try await RevokerProcess.run(["check", "--config", configuration.configFile], environment: [:])
+        #expect(result.status == 0, "\(result.stderr)")
+        Self.expectNoKeyMaterial(result, configuration)
+        let report = try #require(try parseJSON(result.stdout) as? [String: Any])
+        #expect(report["ok"] as? Bool == true)
+        #expect((report["database"] as? [String: Any])?["configured"] as? Bool == false)
+        let apps = try Self.apps(report)
+        #expect(apps.count == 2)
+        for clientID in ["com.example.app", "com.example.web"] {
+            let secret = try #require(apps[clientID]?["client_secret"] as? [String: Any])
+            let header = try #require(secret["header"] as? [String: Any])
+            let claims = try #require(secret["claims"] as? [String: Any])
+            #expect(header["alg"] as? String == "ES256")
+            #expect(header["kid"] as? String == "KEY0000001")
+            #expect(claims["iss"] as? String == "TEAM000001")
+            #expect(claims["sub"] as? String == clientID)
+            #expect(claims["aud"] as? String == "https://appleid.apple.com" || (claims["aud"] as? [String]) == ["https://appleid.apple.com"])
+            let issuedAt = try #require(claims["iat"] as? Double)
+            let expires = try #require(claims["exp"] as? Double)
+            #expect(expires - issuedAt == 300)
+            #expect(abs(issuedAt - Date().timeIntervalSince1970) < 600)
+            #expect(secret["signature"] == nil)
+        }
+        #expect(result.stderr.contains("check passed"))
+    }
+
+    @Test("check --online passes for registered apps and fails with exit 1 for an app Apple does not know")
+    func online() async throws {
+        try await RunningSandbox.with { sandbox in
+            let configuration = try TestConfiguration(clientIDs: ["com.example.known", "com.example.unknown"])
+            defer { try? FileManager.default.removeItem(at: configuration.directory) }
+            let known = try #require(configuration.apps.first { $0.clientID == "com.example.known" })
+            try await sandbox.admin.register(.init(clientID: known.clientID, teamID: known.teamID, keyID: known.keyID, publicKeyPEM: known.publicKeyPEM))
+            let environment = ["REVOKER_CONFIG": configuration.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL]
+
+            let mixed = try await RevokerProcess.run(["check", "--online"], environment: environment)
+            #expect(mixed.status == 1, "\(mixed.stderr)")
+            Self.expectNoKeyMaterial(mixed, configuration)
+            let report = try #require(try parseJSON(mixed.stdout) as? [String: Any])
+            #expect(report["ok"] as? Bool == false)
+            let apps = try Self.apps(report)
+            #expect((apps["com.example.known"]?["online"] as? [String: Any])?["result"] as? String == "accepted")
+            let unknown = try #require(apps["com.example.unknown"]?["online"] as? [String: Any])
+            #expect(unknown["result"] as? String == "failed")
+            #expect((unknown["detail"] as? String)?.contains("invalid_client") == true)
+            #expect(mixed.stderr.contains("com.example.unknown"))
+            #expect(!mixed.stderr.contains("app com.example.known:"))
+
+            let single = try TestConfiguration(clientIDs: ["com.example.known2"])
+            defer { try? FileManager.default.removeItem(at: single.directory) }
+            try await single.register(with: sandbox)
+            let good = try await RevokerProcess.run(
+                ["check", "--online"], environment: ["REVOKER_CONFIG": single.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL]
+            )
+            #expect(good.status == 0, "\(good.stderr)")
+            Self.expectNoKeyMaterial(good, single)
+            #expect(good.stderr.contains("accepted by Apple"))
+        }
+    }
+
+    @Test("check reports the database and its migrations when DATABASE_URL is set")
+    func database() async throws {
+        try await CLIFixture.with { fixture in
+            let result = try await fixture.run(["check"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let report = try #require(try parseJSON(result.stdout) as? [String: Any])
+            let database = try #require(report["database"] as? [String: Any])
+            #expect(database["reachable"] as? Bool == true)
+            #expect(database["migrations_current"] as? Bool == true)
+        }
+        try await TestDatabase.withTestDatabase { database in
+            let configuration = try TestConfiguration(clientIDs: ["com.example.app"])
+            defer { try? FileManager.default.removeItem(at: configuration.directory) }
+            let result = try await RevokerProcess.run(["check"], environment: ["REVOKER_CONFIG": configuration.configFile, "DATABASE_URL": database.url])
+            #expect(result.status == 1, "\(result.stderr)")
+            let report = try #require(try parseJSON(result.stdout) as? [String: Any])
+            #expect((report["database"] as? [String: Any])?["migrations_current"] as? Bool == false)
+            #expect(result.stderr.contains("revoker migrate"))
+        }
+    }
+
+    struct Malformed: Sendable, CustomTestStringConvertible {
+        var name: String
+        var mentions: String
+        var testDescription: String { name }
+    }
+
+    static let malformed: [Malformed] = [
+        Malformed(name: "unknown key", mentions: "Unknown setting 'team'"),
+        Malformed(name: "bad team id", mentions: "Team ID"),
+        Malformed(name: "missing key file", mentions: "does not exist"),
+        Malformed(name: "escaped newlines in APPLE_PRIVATE_KEY", mentions: "\\n"),
+        Malformed(name: "not JSON", mentions: "not valid JSON"),
+    ]
+
+    @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
+    func malformedConfiguration(_ input: Malformed) async throws {
+        let configuration = try TestConfiguration(clientIDs: ["com.example.app"])
+        defer { try? FileManager.default.removeItem(at: configuration.directory) }
+        let app = try #require(configuration.apps.first)
+        let keys = try String(contentsOfFile: configuration.sealingKeysFile, encoding: .utf8)
+        var entry = app.configurationEntry()
+        var environment: [String: String] = ["REVOKER_SEALING_KEYS": keys]
+        var document: Any = ["apps": [entry]]
+        switch input.name {
+        case "unknown key":
+            entry["team"] = "TEAM000001"
+            document = ["apps": [entry]]
+        case "bad team id":
+            entry["team_id"] = "team-1"
+            document = ["apps": [entry]]
+        case "missing key file":
+            entry["private_key_file"] = configuration.directory.appendingPathComponent("AuthKey_MISSING.p8").path
+            document = ["apps": [entry]]
+        case "escaped newlines in APPLE_PRIVATE_KEY":
+            document = [String: Any]()
+            environment["APPLE_CLIENT_ID"] = app.clientID
+            environment["APPLE_TEAM_ID"] = app.teamID
+            environment["APPLE_KEY_ID"] = app.keyID
+            environment["APPLE_PRIVATE_KEY"] = app.privateKeyPEM.trimmingCharacters(in: .newlines).replacingOccurrences(of: "\n", with: "\\n")
+        default:
+            break
+        }
+        let file = configuration.directory.appendingPathComponent("malformed.json")
+        if input.name == "not JSON" {
+            try Data("{\"apps\": [".utf8).write(to: file)
+        } else {
+            try JSONSerialization.data(withJSONObject: document).write(to: file)
+        }
+        let result = try await RevokerProcess.run(["check", "--config", file.path], environment: environment)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        let lines = result.stderr.split(whereSeparator: \.isNewline)
+        #expect(lines.count == 1, "\(result.stderr)")
+        #expect(lines.first?.hasPrefix("revoker: ") == true)
+        #expect(result.stderr.contains(input.mentions), "\(result.stderr)")
+        Self.expectNoKeyMaterial(result, configuration)
+        #expect(!result.stderr.contains(keys.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "=", maxSplits: 1).last ?? "-"))
+    }
+
+    @Test("keygen prints a usable key entry and a rotation hint")
+    func keygen() async throws {
+        let result = try await RevokerProcess.run(["keygen"], environment: [:])
+        #expect(result.status == 0, "\(result.stderr)")
+        let line = result.stdout.trimmingCharacters(in: .newlines)
+        #expect(!line.contains("\n"))
+        #expect(line.wholeMatch(of: /k[0-9]{8}=[A-Za-z0-9+\/]{43}=/) != nil, "\(line)")
+        let keyring = try CredentialKeyring(parsing: line)
+        #expect(keyring.currentKeyID == String(line.prefix(9)))
+        #expect(result.stderr.contains("REVOKER_SEALING_KEYS_FILE"))
+        #expect(result.stderr.contains("last line"))
+
+        let named = try await RevokerProcess.run(["keygen", "--key-id", "2026-q3"], environment: [:])
+        #expect(named.status == 0)
+        #expect(named.stdout.hasPrefix("2026-q3="))
+        #expect(named.stdout != result.stdout)
+
+        let bad = try await RevokerProcess.run(["keygen", "--key-id", "bad id"], environment: [:])
+        #expect(bad.status == 2)
+        #expect(bad.stdout.isEmpty)
+        #expect(bad.stderr.contains("key ids are"))
+    }
+
+    @Test("every command's --help has an abstract and an example", arguments: ["enqueue", "status", "audit", "check", "keygen"])
+    func help(_ command: String) async throws {
+        let result = try await RevokerProcess.run([command, "--help"], environment: [:])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("OVERVIEW: "))
+        #expect(result.stdout.contains("Example"))
+        #expect(result.stdout.contains("OPTIONS:"))
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerStore
+@testable import RevokerTesting
+import Testing
+
+/// A migrated test database, a configuration directory and the environment for `revoker`.
+struct CLIFixture: Sendable {
+    let database: TestDatabase
+    let configuration: TestConfiguration
+    let environment: [String: String]
+
+    static let logger = Logger(label: "revoker.cli-tests", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// Runs `body` with a fresh migrated database and a configuration serving `clientIDs`.
+    static func with<T: Sendable>(
+        clientIDs: [String] = ["com.example.app"], appleBaseURL: String = "http://127.0.0.1:9", _ body: (CLIFixture) async throws -> T
+    ) async throws -> T {
+        try await TestDatabase.withTestDatabase { database in
+            try await Migrator(client: database.client, logger: logger).migrate()
+            let configuration = try TestConfiguration(clientIDs: clientIDs)
+            defer { try? FileManager.default.removeItem(at: configuration.directory) }
+            let fixture = CLIFixture(
+                database: database, configuration: configuration,
+                environment: configuration.environment(databaseURL: database.url, appleBaseURL: appleBaseURL)
+            )
+            return try await body(fixture)
+        }
+    }
+
+    /// Runs `revoker arguments…` with the fixture's environment (plus `extra`).
+    func run(_ arguments: [String], stdin: Data? = nil, extra: [String: String] = [:]) async throws -> RevokerProcess.Result {
+        try await RevokerProcess.run(arguments, environment: environment.merging(extra) { $1 }, stdin: stdin)
+    }
+
+    /// Runs `revoker` with standard input read from a file rather than a pipe.
+    ///
+    /// `RevokerProcess` writes standard input into a pipe with `FileHandle.write(_:)`, which traps
+    /// on EPIPE: input larger than the pipe buffer crashes the test run when `revoker` rightly
+    /// stops reading at its limit and exits. A file has no such problem.
+    func run(_ arguments: [String], stdinFile: String) async throws -> RevokerProcess.Result {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("stdout")
+        let errors = directory.appendingPathComponent("stderr")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: RevokerProcess.binary)
+        process.arguments = arguments
+        process.environment = environment.merging(["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) { $1 }
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: stdinFile))
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+        let deadline = ContinuousClock.now + .seconds(120)
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                process.terminate()
+                throw CancellationError()
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return RevokerProcess.Result(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOf: output, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: errors, encoding: .utf8)) ?? "",
+            signalled: process.terminationReason == .uncaughtSignal
+        )
+    }
+
+    /// Writes `text` to a new file in the configuration directory and returns its path.
+    func write(_ text: String, name: String = UUID().uuidString) throws -> String {
+        let path = configuration.directory.appendingPathComponent(name).path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Number of revocation requests in the database.
+    func requestCount() async throws -> Int {
+        let rows = try await database.client.query("SELECT count(*)::int FROM revoker.revocation_requests", logger: Self.logger).collect()
+        return try rows.first?.decode(Int.self) ?? -1
+    }
+
+    /// A queue on the test database, sealing with the configuration's keyring.
+    func queue() throws -> RevocationQueue {
+        let keys = try String(contentsOfFile: configuration.sealingKeysFile, encoding: .utf8)
+        return RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: try CredentialKeyring(parsing: keys)), logger: Self.logger)
+    }
+
+    /// Every private key's PEM body line, to search output for.
+    var privateKeyLines: [String] {
+        configuration.apps.flatMap { app in
+            app.privateKeyPEM.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.hasPrefix("-----") && $0.count >= 16 }
+        }
+    }
+}
+
+/// A random credential that looks like Apple's refresh tokens.
+func randomToken() -> String {
+    "r" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "") + ".0.abcd." + UUID().uuidString.prefix(8).lowercased()
+}
+
+/// Expects that none of `secrets` appears in what the process printed.
+func expectNothingLeaked(_ result: RevokerProcess.Result, _ secrets: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+    for secret in secrets where !secret.isEmpty {
+        #expect(!result.stdout.contains(secret), "stdout leaks a secret", sourceLocation: sourceLocation)
+        #expect(!result.stderr.contains(secret), "stderr leaks a secret", sourceLocation: sourceLocation)
+    }
+}
+
+/// Parses JSON output, failing the test with the output when it is not JSON.
+func parseJSON(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Any {
+    do {
+        return try JSONSerialization.jsonObject(with: Data(text.utf8))
+    } catch {
+        Issue.record("not JSON: \(text.prefix(2000))", sourceLocation: sourceLocation)
+        throw error
+    }
+}
