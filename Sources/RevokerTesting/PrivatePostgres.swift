@@ -26,8 +26,9 @@ public final class PrivatePostgres: Sendable {
         environment["DATABASE_URL"] = nil
         holder = try RevokerProcess.Handle(
             executable: script,
-            arguments: ["sh", "-c", "echo \"READY $DATABASE_URL $WITH_POSTGRES_CTL\"; exec sleep 3600"],
-            environment: environment
+            arguments: ["sh", "-c", "echo \"READY $DATABASE_URL $WITH_POSTGRES_CTL\"; exec cat >/dev/null"],
+            environment: environment,
+            holdInput: true
         )
         let deadline = ContinuousClock.now + .seconds(120)
         while true {

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `revoker` binary run as a real process, for tests of the command line, signals and crashes.
 public final class RevokerProcess: @unchecked Sendable {
@@ -83,8 +86,11 @@ extension RevokerProcess {
         private let process = Process()
         private let outputFile: URL
         private let errorFile: URL
+        private let writer: FileHandle
 
-        public init(executable: String, arguments: [String], environment: [String: String], stdin: Data? = nil) throws {
+        /// Starts `executable`. With `holdInput`, its standard input stays open until ``terminate()``:
+        /// a child that reads it to the end (`cat`, `read`) then ends without a signal.
+        public init(executable: String, arguments: [String], environment: [String: String], stdin: Data? = nil, holdInput: Bool = false) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-process-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             outputFile = directory.appendingPathComponent("stdout")
@@ -99,8 +105,17 @@ extension RevokerProcess {
             let input = Pipe()
             process.standardInput = input
             try process.run()
-            if let stdin { input.fileHandleForWriting.write(stdin) }
-            try input.fileHandleForWriting.close()
+            writer = input.fileHandleForWriting
+            if let stdin {
+                // The child may stop reading at its own limit: a broken pipe must not end the test run.
+                _ = Glibc.signal(SIGPIPE, SIG_IGN)
+                DispatchQueue.global().async { [writer] in
+                    try? writer.write(contentsOf: stdin)
+                    try? writer.close()
+                }
+            } else if !holdInput {
+                try writer.close()
+            }
         }
 
         public var processIdentifier: Int32 { process.processIdentifier }
@@ -112,11 +127,15 @@ extension RevokerProcess {
 
         public func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
-        /// SIGTERM, then waits for the process to clean up (with-postgres removes its server).
-        public func terminate() {
-            guard process.isRunning else { return }
-            signal(SIGTERM)
-            process.waitUntilExit()
+        /// Closes the process's standard input and waits up to `grace` for it to end, then kills it.
+        ///
+        /// No SIGTERM: children of the test process inherit a signal mask that blocks it, and a shell
+        /// defers its traps until its foreground child ends anyway.
+        public func terminate(grace: Duration = .seconds(30)) {
+            try? writer.close()
+            let deadline = ContinuousClock.now + grace
+            while process.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
+            if process.isRunning { signal(SIGKILL) }
         }
 
         deinit {

@@ -41,6 +41,8 @@ public struct RevokerConfiguration: Sendable {
         public var clientSecretLifetime: Duration = ClientSecretSigner.defaultLifetime
         /// The deadline of each call to Apple.
         public var appleTimeout: Duration = .seconds(10)
+        /// The deadline of each database call of the worker.
+        public var databaseTimeout: Duration = .seconds(30)
 
         public init() {}
     }

@@ -30,6 +30,7 @@ public struct RevocationPipeline: Sendable {
     let retryPolicy: RetryPolicy
     let pauseProbeInterval: Duration
     let pauses: PauseBook
+    let databaseTimeout: Duration
     let logger: Logger
 
     public init(queue: RevocationQueue, apps: AppleApps, settings: RevokerConfiguration.Worker, logger: Logger) {
@@ -38,6 +39,7 @@ public struct RevocationPipeline: Sendable {
         self.retryPolicy = RetryPolicy(base: settings.retryBase, cap: settings.retryCap)
         self.pauseProbeInterval = settings.pauseProbeInterval
         self.pauses = PauseBook()
+        self.databaseTimeout = settings.databaseTimeout
         self.logger = logger
     }
 
@@ -88,7 +90,8 @@ public struct RevocationPipeline: Sendable {
             if let refused = try await checkIdentity(response, app: app, &run) { return refused }
             if let refreshToken = response.refreshToken {
                 // Stored before the revoke: a retry must never re-send the burnt code.
-                let stored = try await queue.replaceCredential(run.lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: run.events)
+                let (lease, events) = (run.lease, run.events)
+                let stored = try await store { try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events) }
                 run.events = []
                 guard stored else {
                     // Another worker took the request over; it holds only the burnt code, so revoke what we got.
@@ -177,7 +180,8 @@ public struct RevocationPipeline: Sendable {
             return try await finish(&run, .rejected, error: error)
         case .configurationFault:
             try await pause(run.request.clientID, failure: failure, logger: run.logger)
-            guard try await queue.retry(run.lease, after: pauseProbeInterval, error: error, countsAttempt: false, events: run.events) else { return .leaseLost }
+            let (lease, events, probe) = (run.lease, run.events, pauseProbeInterval)
+            guard try await store({ try await queue.retry(lease, after: probe, error: error, countsAttempt: false, events: events) }) else { return .leaseLost }
             return .paused
         case .transient:
             if run.request.attempts >= run.request.maxAttempts {
@@ -186,7 +190,8 @@ public struct RevocationPipeline: Sendable {
             }
             let delay = retryPolicy.delay(afterAttempt: run.request.attempts, retryAfter: failure.retryAfter)
             run.logger.debug("Transient failure; retrying later", metadata: ["revoker.retry_in_ms": "\(delay.milliseconds)", "apple.detail": "\(failure.detail)"])
-            guard try await queue.retry(run.lease, after: delay, error: error, events: run.events) else { return .leaseLost }
+            let (lease, events) = (run.lease, run.events)
+            guard try await store({ try await queue.retry(lease, after: delay, error: error, events: events) }) else { return .leaseLost }
             return .retryScheduled(delay)
         }
     }
@@ -199,11 +204,8 @@ public struct RevocationPipeline: Sendable {
                 metadata: ["apple.error": "\(failure.error ?? "-")", "revoker.probe_in_s": "\(pauseProbeInterval.components.seconds)"]
             )
         }
-        try await queue.pauseApp(
-            clientID: clientID,
-            reason: AppPauseReason(code: failure.error ?? "configuration_fault", description: failure.errorDescription),
-            probeAfter: pauseProbeInterval
-        )
+        let (reason, probe) = (AppPauseReason(code: failure.error ?? "configuration_fault", description: failure.errorDescription), pauseProbeInterval)
+        try await store { try await queue.pauseApp(clientID: clientID, reason: reason, probeAfter: probe) }
     }
 
     /// Records that the app works again.
@@ -212,15 +214,22 @@ public struct RevocationPipeline: Sendable {
     }
 
     private func finish(_ run: inout Run, _ outcome: RevocationOutcome, error: RevocationError? = nil) async throws -> Disposition {
-        let applied = try await queue.finish(run.lease, state: outcome.state, outcome: outcome, error: error, events: run.events)
+        let (lease, events) = (run.lease, run.events)
+        let applied = try await store { try await queue.finish(lease, state: outcome.state, outcome: outcome, error: error, events: events) }
         run.events = []
         return applied ? .finished(outcome) : .leaseLost
     }
 
     private func release(_ run: inout Run) async throws -> Disposition {
-        if !run.events.isEmpty { _ = try await queue.record(run.lease, events: run.events) }
+        let (lease, events) = (run.lease, run.events)
+        if !events.isEmpty { _ = try await store { try await queue.record(lease, events: events) } }
         run.events = []
-        return try await queue.release(run.lease) ? .released : .leaseLost
+        return try await store { try await queue.release(lease) } ? .released : .leaseLost
+    }
+
+    /// Runs a database call under the pipeline's time limit.
+    private func store<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withDeadline(databaseTimeout, body)
     }
 
     /// An Apple call's result and how long it took.

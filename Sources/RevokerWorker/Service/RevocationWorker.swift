@@ -90,7 +90,8 @@ public struct RevocationWorker: Service {
             var claimed: [ClaimedRevocation] = []
             if free > 0 {
                 do {
-                    claimed = try await queue.claim(batch: min(free, settings.batchSize), lease: settings.lease, owner: owner)
+                    let (batch, lease, owner, queue) = (min(free, settings.batchSize), settings.lease, owner, queue)
+                    claimed = try await withDeadline(settings.databaseTimeout) { try await queue.claim(batch: batch, lease: lease, owner: owner) }
                     if failures > 0 { logger.notice("Database reachable again") }
                     failures = 0
                 } catch {
@@ -147,7 +148,8 @@ public struct RevocationWorker: Service {
 
     private func extendLeases() async {
         for lease in state.leases {
-            _ = try? await queue.extendLease(lease, by: settings.lease)
+            let (queue, duration) = (queue, settings.lease)
+            _ = try? await withDeadline(settings.databaseTimeout) { try await queue.extendLease(lease, by: duration) }
         }
     }
 
@@ -155,7 +157,8 @@ public struct RevocationWorker: Service {
     @discardableResult
     private func rescue() async -> Int {
         do {
-            let rescued = try await queue.rescueExpiredLeases()
+            let queue = queue
+            let rescued = try await withDeadline(settings.databaseTimeout) { try await queue.rescueExpiredLeases() }
             if rescued > 0 { logger.notice("Rescued requests whose worker stopped answering", metadata: ["revoker.rescued": "\(rescued)"]) }
             return rescued
         } catch {
@@ -169,7 +172,8 @@ public struct RevocationWorker: Service {
     /// Returns how many apps were resumed.
     @discardableResult
     private func probePausedApps() async -> Int {
-        guard let pauses = try? await queue.pausedApps() else { return 0 }
+        let queue = queue
+        guard let pauses = try? await withDeadline(settings.databaseTimeout, { try await queue.pausedApps() }) else { return 0 }
         let now = Date()
         var resumed = 0
         for pause in pauses where pause.nextProbeAt <= now {

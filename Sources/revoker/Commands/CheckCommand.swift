@@ -167,7 +167,7 @@ struct CheckCommand: AsyncParsableCommand {
             group.addTask { await client.run() }
             defer { group.cancelAll() }
             do {
-                try await withTimeout(.seconds(10)) { [quiet] in _ = try await client.query("SELECT 1", logger: quiet).collect() }
+                try await withDeadline(.seconds(10)) { [quiet] in _ = try await client.query("SELECT 1", logger: quiet).collect() }
             } catch {
                 return (false, nil, "cannot reach \(settings.host ?? "?"):\(settings.port ?? 0) (\(DatabaseProblem.describe(error)))")
             }

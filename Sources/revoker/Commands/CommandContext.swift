@@ -62,7 +62,7 @@ func withDatabase<T: Sendable>(
             // The pool keeps retrying an unreachable server for a minute; a person waits ten seconds.
             var quiet = logger
             quiet.logLevel = .error
-            try await withTimeout(.seconds(10)) { [quiet] in _ = try await client.query("SELECT 1", logger: quiet).collect() }
+            try await withDeadline(.seconds(10)) { [quiet] in _ = try await client.query("SELECT 1", logger: quiet).collect() }
         } catch {
             throw fail("Cannot reach the database at \(settings.host ?? "?"):\(settings.port ?? 0) (\(DatabaseProblem.describe(error))).")
         }
@@ -88,34 +88,6 @@ func withAppleClient<T>(_ configuration: RevokerConfiguration, logger: Logger, _
     }
 }
 
-/// Reads a credential from a file or standard input, bounded and trimmed; never from the command line.
-func readCredential(file: String?, stdin: Bool, maximumBytes: Int = 8192) throws -> String {
-    let data: Data
-    switch (file, stdin) {
-    case (let path?, false):
-        guard let contents = FileManager.default.contents(atPath: path) else {
-            throw fail("The credential file '\(path)' does not exist or cannot be read.")
-        }
-        data = contents
-    case (nil, true):
-        data = FileHandle.standardInput.readDataToEndOfFile()
-    default:
-        throw fail("Give the credential with exactly one of --credential-file PATH or --credential-stdin.")
-    }
-    guard data.count <= maximumBytes else {
-        throw fail("The credential is \(data.count) bytes; Apple's codes and tokens are far smaller (limit \(maximumBytes)). Nothing was stored.")
-    }
-    guard let text = String(data: data, encoding: .utf8) else {
-        throw fail("The credential is not UTF-8 text. Nothing was stored.")
-    }
-    let credential = text.trimmingCharacters(in: .whitespacesAndNewlines)
-    guard !credential.isEmpty else { throw fail("The credential is empty. Nothing was stored.") }
-    guard !credential.contains(where: { $0.isWhitespace || $0.asciiValue.map { $0 < 0x20 } == true }) else {
-        throw fail("The credential contains whitespace or control characters inside it; expected one code or token. Nothing was stored.")
-    }
-    return credential
-}
-
 /// Describes a database failure without SQL or values (PSQLError's description hides them).
 enum DatabaseProblem {
     static func describe(_ error: any Error) -> String {
@@ -127,23 +99,5 @@ enum DatabaseProblem {
             }
         }
         return String(describing: error).prefix(200).description
-    }
-}
-
-struct TimedOut: Error, CustomStringConvertible {
-    var description: String { "timed out" }
-}
-
-/// Runs `body`, giving up with ``TimedOut`` after `limit`.
-func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw TimedOut()
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw TimedOut() }
-        return first
     }
 }

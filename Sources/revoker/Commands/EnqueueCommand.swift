@@ -189,9 +189,9 @@ struct EnqueueCommand: AsyncParsableCommand {
     }
 
     /// Reads the credential from `file`, or standard input when nil, never more than
-    /// `maximumBytes + 1` bytes, then applies the same checks as `readCredential`.
+    /// `maximumBytes + 1` bytes, then checks it is one non-empty token.
     ///
-    /// Unlike `readCredential` it stops reading at the limit (so `/dev/zero` or a huge pipe cannot
+    /// It stops reading at the limit (so `/dev/zero` or a huge pipe cannot
     /// exhaust memory), accepts pipes such as `<(vault read …)`, and does not print the path
     /// (a mistyped command line can put a token there).
     static func readBoundedCredential(file: String?, maximumBytes: Int) throws -> String {
