@@ -240,6 +240,15 @@ public struct AppPause: Sendable, Hashable {
     public var nextProbeAt: Date
 }
 
+/// Result of ``RevocationQueue/requeueConfigurationFailure(id:actor:)``.
+public enum RequeueResult: Sendable, Hashable {
+    /// The new pending request that took over the credential.
+    case requeued(RevocationRequest)
+    case notFound
+    /// The request did not fail on a configuration fault, or holds no credential any more.
+    case notRequeueable(RevocationRequest)
+}
+
 /// Result of ``RevocationQueue/cancel(id:actor:)``.
 public enum CancelResult: Sendable, Hashable {
     /// The request was pending and is now cancelled.

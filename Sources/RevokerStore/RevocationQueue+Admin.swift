@@ -79,6 +79,24 @@ extension RevocationQueue {
     /// already has a live request. Call after fixing the app's configuration (and `resumeApp`).
     @discardableResult
     public func requeueConfigurationFailures(clientID: String, actor: String) async throws -> Int {
+        try await requeue(clientID: clientID, only: nil, actor: actor).count
+    }
+
+    /// Requeues one request that failed with ``RevocationOutcome/clientMisconfigured``, as
+    /// ``requeueConfigurationFailures(clientID:actor:)`` does for a whole app.
+    public func requeueConfigurationFailure(id: UUID, actor: String) async throws -> RequeueResult {
+        guard let request = try await self.request(id: id) else { return .notFound }
+        guard request.state == .failed, request.outcome == .clientMisconfigured, request.hasCredential,
+            let newID = try await requeue(clientID: request.clientID, only: id, actor: actor).first,
+            let requeued = try await self.request(id: newID)
+        else {
+            return .notRequeueable(try await self.request(id: id) ?? request)
+        }
+        return .requeued(requeued)
+    }
+
+    /// Requeues `clientID`'s configuration failures (only `only`, when given); returns the new ids.
+    private func requeue(clientID: String, only: UUID?, actor: String) async throws -> [UUID] {
         try Self.validateActor(actor)
         let logger = self.logger
         return try await StoreDatabase.run(logger) {
@@ -89,13 +107,13 @@ extension RevocationQueue {
                            credential_key_id, credential_digest, redirect_uri, max_attempts
                     FROM revoker.revocation_requests
                     WHERE client_id = \(clientID) AND state = 'failed' AND outcome = 'client_misconfigured'
-                      AND sealed_credential IS NOT NULL
+                      AND sealed_credential IS NOT NULL AND (\(only)::uuid IS NULL OR id = \(only))
                     ORDER BY created_at
                     FOR UPDATE SKIP LOCKED
                     """,
                     logger: logger
                 ).collect()
-                var count = 0
+                var requeued: [UUID] = []
                 for row in rows {
                     let (oldID, reference, appleUserID, rawKind, rawEnqueuedKind, sealedBuffer, keyID, digestBuffer, redirectURI, maxAttempts) =
                         try row.decode((UUID, String, String?, String, String, ByteBuffer, String, ByteBuffer, String?, Int).self)
@@ -135,9 +153,9 @@ extension RevocationQueue {
                         [AuditEvent(.enqueued, detail: "requeued from \(oldID)")],
                         requestID: newID, actor: actor, on: connection, logger: logger
                     )
-                    count += 1
+                    requeued.append(newID)
                 }
-                return count
+                return requeued
             }
         }
     }

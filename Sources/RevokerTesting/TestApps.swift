@@ -44,7 +44,7 @@ public struct TestConfiguration: Sendable {
     public let apps: [TestAppFiles]
 
     /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them.
-    public init(clientIDs: [String], worker: [String: any Sendable] = [:]) throws {
+    public init(clientIDs: [String], worker: [String: any Sendable] = [:], http: [String: any Sendable] = [:]) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -54,6 +54,7 @@ public struct TestConfiguration: Sendable {
         configFile = directory.appendingPathComponent("revoker.json").path
         var document: [String: Any] = ["sealing_keys_file": sealingKeysFile, "apps": apps.map { $0.configurationEntry() }]
         if !worker.isEmpty { document["worker"] = worker }
+        if !http.isEmpty { document["http"] = http }
         try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: configFile))
     }
 

@@ -12,8 +12,9 @@ struct Revoker: AsyncParsableCommand {
             is transient and records every step in an audit trail.
             """,
         subcommands: [
-            MigrateCommand.self, EnqueueCommand.self, WorkCommand.self, DrainCommand.self, StatusCommand.self, AuditCommand.self,
-            CheckCommand.self, KeygenCommand.self, SandboxCommand.self, DemoCommand.self,
+            MigrateCommand.self, EnqueueCommand.self, WorkCommand.self, DrainCommand.self, ServeCommand.self, StatusCommand.self,
+            AuditCommand.self, CheckCommand.self, KeygenCommand.self, APIKeyCommand.self, HealthCommand.self, SandboxCommand.self,
+            DemoCommand.self,
         ]
     )
 

@@ -8,9 +8,10 @@ struct ConfigurationFile: Decodable {
     var sealingKeysFile: String?
     var apps: [AppEntry] = []
     var worker: WorkerEntry?
+    var http: HTTPEntry?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case databaseURL = "database_url", appleBaseURL = "apple_base_url", sealingKeysFile = "sealing_keys_file", apps, worker
+        case databaseURL = "database_url", appleBaseURL = "apple_base_url", sealingKeysFile = "sealing_keys_file", apps, worker, http
     }
 
     init() {}
@@ -22,6 +23,7 @@ struct ConfigurationFile: Decodable {
         sealingKeysFile = try container.decodeIfPresent(String.self, forKey: .sealingKeysFile)
         apps = try container.decodeIfPresent([AppEntry].self, forKey: .apps) ?? []
         worker = try container.decodeIfPresent(WorkerEntry.self, forKey: .worker)
+        http = try container.decodeIfPresent(HTTPEntry.self, forKey: .http)
     }
 
     struct AppEntry: Decodable {
@@ -98,6 +100,76 @@ struct ConfigurationFile: Decodable {
         }
     }
 
+    struct HTTPEntry: Decodable {
+        var host: String?
+        var port: Int?
+        var maxBodyBytes: Int?
+        var apiKeys: [APIKeyEntry]?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case host, port, maxBodyBytes = "max_body_bytes", apiKeys = "api_keys"
+        }
+
+        struct APIKeyEntry: Decodable {
+            var name: String
+            var sha256: String
+            var scopes: [String]
+
+            enum CodingKeys: String, CodingKey, CaseIterable {
+                case name, sha256, scopes
+            }
+        }
+
+        func settings(source: String) throws -> RevokerConfiguration.HTTP {
+            var http = RevokerConfiguration.HTTP()
+            if let host { http.host = host }
+            if let port {
+                guard (1...65_535).contains(port) else { throw ConfigurationError("http.port in \(source) must be between 1 and 65535.") }
+                http.port = port
+            }
+            if let maxBodyBytes {
+                guard (1024...16_777_216).contains(maxBodyBytes) else {
+                    throw ConfigurationError("http.max_body_bytes in \(source) must be between 1024 and 16777216.")
+                }
+                http.maxBodyBytes = maxBodyBytes
+            }
+            for (index, entry) in (apiKeys ?? []).enumerated() {
+                let place = "http.api_keys[\(index)] in \(source)"
+                guard (1...64).contains(entry.name.count), entry.name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                    throw ConfigurationError("\(place): name must be 1-64 letters, digits, '-', '_' or '.'.")
+                }
+                guard !http.apiKeys.contains(where: { $0.name == entry.name }) else {
+                    throw ConfigurationError("\(place): the name '\(entry.name)' is used twice.")
+                }
+                guard let digest = Self.hexBytes(entry.sha256), digest.count == 32 else {
+                    throw ConfigurationError("\(place): sha256 must be 64 hex digits (the SHA-256 of the key; `revoker api-key` prints it).")
+                }
+                var scopes: Set<RevokerConfiguration.APIScope> = []
+                for name in entry.scopes {
+                    guard let scope = RevokerConfiguration.APIScope(rawValue: name) else {
+                        let known = RevokerConfiguration.APIScope.allCases.map(\.rawValue).joined(separator: ", ")
+                        throw ConfigurationError("\(place): unknown scope '\(name.prefix(40))'; known: \(known).")
+                    }
+                    scopes.insert(scope)
+                }
+                guard !scopes.isEmpty else { throw ConfigurationError("\(place): scopes must name at least one scope.") }
+                http.apiKeys.append(.init(name: entry.name, sha256: digest, scopes: scopes))
+            }
+            return http
+        }
+
+        static func hexBytes(_ text: String) -> [UInt8]? {
+            let characters = Array(text.lowercased().utf8)
+            guard characters.count % 2 == 0 else { return nil }
+            var bytes: [UInt8] = []
+            for index in stride(from: 0, to: characters.count, by: 2) {
+                guard let byte = UInt8(String(decoding: characters[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(byte)
+            }
+            return bytes
+        }
+    }
+
     /// Reads and checks the file at `path`.
     static func read(_ path: String) throws -> ConfigurationFile {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -120,11 +192,21 @@ struct ConfigurationFile: Decodable {
         if let worker = top["worker"] as? [String: Any] {
             try rejectUnknownKeys(worker, allowed: WorkerEntry.CodingKeys.allCases.map(\.rawValue), place: "worker", path: path)
         }
+        if let http = top["http"] as? [String: Any] {
+            try rejectUnknownKeys(http, allowed: HTTPEntry.CodingKeys.allCases.map(\.rawValue), place: "http", path: path)
+            for (index, key) in (http["api_keys"] as? [Any] ?? []).enumerated() {
+                guard let key = key as? [String: Any] else { throw ConfigurationError("http.api_keys[\(index)] in '\(path)' must be an object.") }
+                try rejectUnknownKeys(key, allowed: HTTPEntry.APIKeyEntry.CodingKeys.allCases.map(\.rawValue), place: "http.api_keys[\(index)]", path: path)
+            }
+        }
         do {
             return try JSONDecoder().decode(ConfigurationFile.self, from: data)
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
             let field = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
             throw ConfigurationError("In the configuration file '\(path)', \(field.isEmpty ? "a value" : String(field.dropFirst())) has the wrong type.")
+        } catch let DecodingError.keyNotFound(key, context) {
+            let field = (context.codingPath + [key]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            throw ConfigurationError("In the configuration file '\(path)', \(field.dropFirst()) is missing.")
         } catch {
             throw ConfigurationError("The configuration file '\(path)' could not be read as Revoker settings.")
         }

@@ -47,6 +47,42 @@ public struct RevokerConfiguration: Sendable {
         public init() {}
     }
 
+    /// What an API key may do.
+    public enum APIScope: String, Sendable, Hashable, CaseIterable {
+        case revocationsWrite = "revocations:write"
+        case revocationsRead = "revocations:read"
+        case auditRead = "audit:read"
+        /// Everything, including re-queueing.
+        case admin
+    }
+
+    /// A bearer key of the HTTP API. Only the SHA-256 of the key is configured.
+    public struct APIKey: Sendable, Equatable {
+        /// Names the caller in audit events (the actor).
+        public var name: String
+        /// SHA-256 of the key.
+        public var sha256: [UInt8]
+        public var scopes: Set<APIScope>
+
+        public init(name: String, sha256: [UInt8], scopes: Set<APIScope>) {
+            self.name = name
+            self.sha256 = sha256
+            self.scopes = scopes
+        }
+    }
+
+    /// The HTTP API of `revoker serve`.
+    public struct HTTP: Sendable, Equatable {
+        /// The address to listen on; loopback unless configured.
+        public var host = "127.0.0.1"
+        public var port = 8080
+        /// Larger request bodies are refused with 413.
+        public var maxBodyBytes = 65_536
+        public var apiKeys: [APIKey] = []
+
+        public init() {}
+    }
+
     /// `postgres://user:password@host:port/database`.
     public var databaseURL: String
     /// Apple's base URL, or the sandbox's.
@@ -57,6 +93,8 @@ public struct RevokerConfiguration: Sendable {
     public var apps: [String: App]
     /// Worker tuning.
     public var worker: Worker
+    /// The HTTP API.
+    public var http: HTTP = .init()
 
     /// The database connection settings parsed from ``databaseURL``.
     public func databaseConfiguration() throws -> PostgresClient.Configuration {
@@ -90,6 +128,8 @@ extension RevokerConfiguration {
         public static let privateKeyFile = "APPLE_PRIVATE_KEY_FILE"
         public static let privateKey = "APPLE_PRIVATE_KEY"
         public static let redirectURI = "APPLE_REDIRECT_URI"
+        public static let httpHost = "REVOKER_HTTP_HOST"
+        public static let httpPort = "REVOKER_HTTP_PORT"
     }
 
     /// What a command needs from the configuration.
@@ -144,13 +184,22 @@ extension RevokerConfiguration {
                 "No apps are configured: set \(Variable.clientID), \(Variable.teamID), \(Variable.keyID) and \(Variable.privateKeyFile), or list them under \"apps\" in a configuration file (--config or \(Variable.configFile))."
             )
         }
-        return RevokerConfiguration(
+        var configuration = RevokerConfiguration(
             databaseURL: databaseURL,
             appleBaseURL: appleBaseURL,
             keyring: try keyring ?? CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "ephemeral")),
             apps: apps,
             worker: try document.worker?.settings(source: source ?? "the configuration file") ?? .init()
         )
+        configuration.http = try document.http?.settings(source: source ?? "the configuration file") ?? .init()
+        if let host = environment[Variable.httpHost], !host.isEmpty { configuration.http.host = host }
+        if let text = environment[Variable.httpPort], !text.isEmpty {
+            guard let port = Int(text), (1...65_535).contains(port) else {
+                throw ConfigurationError("\(Variable.httpPort) must be a port number between 1 and 65535.")
+            }
+            configuration.http.port = port
+        }
+        return configuration
     }
 
     private static func loadKeyring(environment: [String: String], document: ConfigurationFile, required: Bool) throws -> CredentialKeyring? {

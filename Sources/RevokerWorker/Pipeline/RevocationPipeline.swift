@@ -31,15 +31,17 @@ public struct RevocationPipeline: Sendable {
     let pauseProbeInterval: Duration
     let pauses: PauseBook
     let databaseTimeout: Duration
+    let metrics: RevokerMetrics
     let logger: Logger
 
-    public init(queue: RevocationQueue, apps: AppleApps, settings: RevokerConfiguration.Worker, logger: Logger) {
+    public init(queue: RevocationQueue, apps: AppleApps, settings: RevokerConfiguration.Worker, metrics: RevokerMetrics = .init(), logger: Logger) {
         self.queue = queue
         self.apps = apps
         self.retryPolicy = RetryPolicy(base: settings.retryBase, cap: settings.retryCap)
         self.pauseProbeInterval = settings.pauseProbeInterval
         self.pauses = PauseBook()
         self.databaseTimeout = settings.databaseTimeout
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -242,14 +244,20 @@ public struct RevocationPipeline: Sendable {
     /// unexpected (an interrupted call) as a transient failure.
     private func call<T>(_ endpoint: AppleEndpoint, _ body: () async throws -> T) async -> Answer<T> {
         let started = ContinuousClock.now
+        let answer: Answer<T>
         do {
             let value = try await body()
-            return .success(value, ContinuousClock.now - started)
+            answer = .success(value, ContinuousClock.now - started)
         } catch let failure as AppleAPIError {
-            return .failure(failure, ContinuousClock.now - started)
+            answer = .failure(failure, ContinuousClock.now - started)
         } catch {
             let failure = AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: "the call was interrupted (\(type(of: error)))")
-            return .failure(failure, ContinuousClock.now - started)
+            answer = .failure(failure, ContinuousClock.now - started)
         }
+        switch answer {
+        case .success(_, let latency): metrics.appleCall(endpoint, status: 200, duration: latency)
+        case .failure(let failure, let latency): metrics.appleCall(endpoint, status: failure.httpStatus, duration: latency)
+        }
+        return answer
     }
 }

@@ -28,20 +28,22 @@ public struct RevocationWorker: Service {
     let settings: RevokerConfiguration.Worker
     let mode: Mode
     let owner: String
+    let metrics: RevokerMetrics
     let logger: Logger
     let state = WorkerState()
 
     public init(
         queue: RevocationQueue, apps: AppleApps, settings: RevokerConfiguration.Worker, mode: Mode = .continuous,
-        owner: String = RevocationWorker.defaultOwner(), logger: Logger
+        owner: String = RevocationWorker.defaultOwner(), metrics: RevokerMetrics = .init(), logger: Logger
     ) {
         self.queue = queue
         self.apps = apps
         self.settings = settings
         self.mode = mode
         self.owner = owner
+        self.metrics = metrics
         self.logger = logger
-        self.pipeline = RevocationPipeline(queue: queue, apps: apps, settings: settings, logger: logger)
+        self.pipeline = RevocationPipeline(queue: queue, apps: apps, settings: settings, metrics: metrics, logger: logger)
     }
 
     /// `host:pid:random`, unique per process; the lease owner and the audit actor.
@@ -103,9 +105,12 @@ public struct RevocationWorker: Service {
             }
             for item in claimed {
                 state.started(item.lease)
+                metrics.attemptStarted()
+                metrics.inFlight(state.inFlight)
                 work.addTask {
                     let disposition = await self.pipeline.process(item) { self.state.mustRelease }
                     self.state.ended(item.lease, disposition, leaseDuration: self.settings.lease)
+                    self.record(disposition)
                     signal.yield()
                 }
             }
@@ -118,6 +123,16 @@ public struct RevocationWorker: Service {
             }
             _ = await wakeUps.next()
         }
+    }
+
+    private func record(_ disposition: Disposition) {
+        switch disposition {
+        case .finished(let outcome): metrics.finished(outcome)
+        case .retryScheduled: metrics.retryScheduled(reason: "transient")
+        case .paused: metrics.retryScheduled(reason: "paused")
+        case .released, .leaseLost, .interrupted: break
+        }
+        metrics.inFlight(state.inFlight)
     }
 
     /// Runs `body` every `interval` until cancelled.

@@ -10,27 +10,28 @@ import RevokerWorker
 import Synchronization
 
 /// A database, a sandbox, configured apps and the pieces of a worker, wired as `revoker` wires them.
-struct WorkerHarness: Sendable {
-    let database: TestDatabase
-    let sandbox: RunningSandbox
-    let files: TestConfiguration
-    let configuration: RevokerConfiguration
-    let queue: RevocationQueue
-    let logs: CapturingLogHandler.Storage
-    let logger: Logger
+public struct WorkerHarness: Sendable {
+    public let database: TestDatabase
+    public let sandbox: RunningSandbox
+    public let files: TestConfiguration
+    public let configuration: RevokerConfiguration
+    public let queue: RevocationQueue
+    public let logs: CapturingLogHandler.Storage
+    public let logger: Logger
 
     /// Everything the tests enqueued, to search logs and audit rows for.
-    let secrets = Secrets()
+    public let secrets = Secrets()
 
-    final class Secrets: Sendable {
+    public final class Secrets: Sendable {
         private let values = Mutex<[String]>([])
-        func add(_ value: String) { values.withLock { $0.append(value) } }
-        var all: [String] { values.withLock { $0 } }
+        public func add(_ value: String) { values.withLock { $0.append(value) } }
+        public var all: [String] { values.withLock { $0 } }
     }
 
-    static func with<T: Sendable>(
+    public static func with<T: Sendable>(
         clientIDs: [String] = ["com.example.notes", "com.example.photos"],
         worker: [String: any Sendable] = [:],
+        http: [String: any Sendable] = [:],
         sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
         server: String? = nil,
         _ body: (WorkerHarness) async throws -> T
@@ -38,7 +39,7 @@ struct WorkerHarness: Sendable {
         try await TestDatabase.withTestDatabase(on: server) { database in
             _ = try await Migrator(client: database.client, logger: Logger(label: "test")).migrate()
             return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
-                let files = try TestConfiguration(clientIDs: clientIDs, worker: worker)
+                let files = try TestConfiguration(clientIDs: clientIDs, worker: worker, http: http)
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 let configuration = try RevokerConfiguration.load(
@@ -59,7 +60,7 @@ struct WorkerHarness: Sendable {
 
     /// A user signs in and the app later asks to delete them: mints a grant in the sandbox and enqueues it.
     @discardableResult
-    func enqueue(
+    public func enqueue(
         clientID: String, reference: String, kind: CredentialKind, subject: String? = nil, appleUserID: String? = nil,
         redirectURI: String? = nil, maxAttempts: Int? = nil
     ) async throws -> (request: RevocationRequest, grantID: String, secret: String) {
@@ -83,7 +84,7 @@ struct WorkerHarness: Sendable {
     }
 
     /// Enqueues `count` refresh tokens with references `prefix0`, `prefix1`, …; returns their grant ids.
-    func enqueueMany(clientID: String, prefix: String, count: Int, kind: (Int) -> CredentialKind = { _ in .refreshToken }) async throws -> [String] {
+    public func enqueueMany(clientID: String, prefix: String, count: Int, kind: (Int) -> CredentialKind = { _ in .refreshToken }) async throws -> [String] {
         var grants: [String] = []
         for index in 0..<count {
             grants.append(try await enqueue(clientID: clientID, reference: "\(prefix)\(index)", kind: kind(index)).grantID)
@@ -92,7 +93,7 @@ struct WorkerHarness: Sendable {
     }
 
     /// Runs a worker in drain mode until nothing is due (or `deadline` passes), and returns its report.
-    func drain(
+    public func drain(
         configuration: RevokerConfiguration? = nil, deadline: Duration = .seconds(120), concurrency: Int? = nil
     ) async throws -> WorkerReport {
         var configuration = configuration ?? self.configuration
@@ -108,12 +109,12 @@ struct WorkerHarness: Sendable {
     }
 
     /// Every request, newest last.
-    func requests() async throws -> [RevocationRequest] {
+    public func requests() async throws -> [RevocationRequest] {
         try await queue.list(RevocationFilter(limit: 1000)).sorted { $0.createdAt < $1.createdAt }
     }
 
     /// The whole audit trail.
-    func audit() async throws -> [AuditRecord] {
+    public func audit() async throws -> [AuditRecord] {
         var records: [AuditRecord] = []
         var cursor: String?
         repeat {
@@ -125,12 +126,12 @@ struct WorkerHarness: Sendable {
     }
 
     /// The environment for a `revoker` process using this harness's database, sandbox and apps.
-    var environment: [String: String] {
+    public var environment: [String: String] {
         files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
     }
 
     /// Fails when `text` (a process's output) contains a token, a code or a private key.
-    func expectNoSecrets(in text: String) throws {
+    public func expectNoSecrets(in text: String) throws {
         let keyBodies = files.apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) }
         for secret in secrets.all + keyBodies where text.contains(secret) {
             throw LeakedSecret(where: "process output")
@@ -138,7 +139,7 @@ struct WorkerHarness: Sendable {
     }
 
     /// Counts requests by state, straight from the database.
-    func count(state: RevocationState) async throws -> Int {
+    public func count(state: RevocationState) async throws -> Int {
         let rows = try await database.client.query(
             "SELECT count(*)::int FROM revoker.revocation_requests WHERE state = \(state.rawValue)", logger: logger
         ).collect()
@@ -146,7 +147,7 @@ struct WorkerHarness: Sendable {
     }
 
     /// Fails when any captured log line contains a token, a code or a private key.
-    func expectNoSecretsInLogs() throws {
+    public func expectNoSecretsInLogs() throws {
         let lines = logs.all
         let keyBodies = files.apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) }
         for secret in secrets.all + keyBodies where lines.contains(where: { $0.contains(secret) }) {
@@ -155,15 +156,15 @@ struct WorkerHarness: Sendable {
     }
 
     /// Fails when any audit row contains a token, a code or a private key.
-    func expectNoSecretsInAudit() async throws {
+    public func expectNoSecretsInAudit() async throws {
         let rows = try await audit().map { "\($0)" }
         for secret in secrets.all where rows.contains(where: { $0.contains(secret) }) {
             throw LeakedSecret(where: "the audit trail")
         }
     }
 
-    struct LeakedSecret: Error, CustomStringConvertible {
-        var `where`: String
-        var description: String { "a secret appeared in \(self.where)" }
+    public struct LeakedSecret: Error, CustomStringConvertible {
+        public var `where`: String
+        public var description: String { "a secret appeared in \(self.where)" }
     }
 }

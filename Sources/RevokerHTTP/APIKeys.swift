@@ -1,0 +1,47 @@
+import Crypto
+import HTTPTypes
+import Hummingbird
+import RevokerWorker
+
+/// The configured bearer keys: who is calling, and may they do this?
+///
+/// Only SHA-256 digests are held. A presented key is hashed and compared with every
+/// configured digest in constant time, so neither a match's position nor a shared prefix
+/// shows in the timing.
+struct APIKeys: Sendable {
+    let keys: [RevokerConfiguration.APIKey]
+
+    /// The caller's key name when its key grants `scope` (or `admin`); 401 or 403 otherwise.
+    func authorize(_ request: Request, _ scope: RevokerConfiguration.APIScope) throws -> String {
+        guard let header = request.headers[.authorization] else {
+            throw Self.unauthorized("An API key is required: send Authorization: Bearer <key>.")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw Self.unauthorized("The Authorization header must be 'Bearer <key>'.")
+        }
+        let digest = Array(SHA256.hash(data: Array(parts[1].utf8)))
+        var found: RevokerConfiguration.APIKey?
+        for key in keys where Self.constantTimeEqual(key.sha256, digest) {
+            found = key
+        }
+        guard let found else { throw Self.unauthorized("The API key is not known.") }
+        guard found.scopes.contains(scope) || found.scopes.contains(.admin) else {
+            throw APIProblem(.forbidden, "The API key '\(found.name)' lacks the scope '\(scope.rawValue)'.")
+        }
+        return found.name
+    }
+
+    static func unauthorized(_ detail: String) -> APIProblem {
+        var problem = APIProblem(.unauthorized, detail)
+        problem.headers[.wwwAuthenticate] = "Bearer realm=\"revoker\""
+        return problem
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+}

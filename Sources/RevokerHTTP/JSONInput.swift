@@ -1,0 +1,132 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Strict reading of request input: JSON bodies and query parameters. Every refusal names the
+/// field and the reason, and never repeats a submitted value.
+enum JSONInput {
+    /// The body as a JSON object with only `allowed` keys, at most `limit` bytes.
+    static func object(_ request: Request, limit: Int, allowed: Set<String>) async throws -> [String: Any] {
+        guard let type = request.headers[.contentType], Self.isJSON(type) else {
+            throw APIProblem(.unsupportedMediaType, "The body must be application/json.", field: "Content-Type")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes.")
+        }
+        let bytes = Array(buffer.readableBytesView)
+        guard String(validating: bytes, as: UTF8.self) != nil else {
+            throw APIProblem.badRequest("The body is not valid UTF-8.")
+        }
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: Data(bytes), options: [])
+        } catch {
+            throw APIProblem.badRequest("The body is not well-formed JSON.")
+        }
+        guard let object = parsed as? [String: Any] else {
+            throw APIProblem.badRequest("The body must be a JSON object.")
+        }
+        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw APIProblem.badRequest(
+                "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).", field: String(unknown.prefix(64))
+            )
+        }
+        return object
+    }
+
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        return mediaType == "application/json"
+    }
+
+    /// A string field: present (when `required`), a JSON string, `length` characters, no control characters.
+    static func string(_ object: [String: Any], _ field: String, required: Bool = false, length: ClosedRange<Int>) throws -> String? {
+        guard let value = object[field], !(value is NSNull) else {
+            if required { throw APIProblem.invalid("This field is required.", field: field) }
+            return nil
+        }
+        guard let text = value as? String else { throw APIProblem.invalid("This field must be a string.", field: field) }
+        return try Self.text(text, field: field, length: length)
+    }
+
+    /// Checks a submitted text's length and characters.
+    static func text(_ text: String, field: String, length: ClosedRange<Int>) throws -> String {
+        guard length.contains(text.count) else {
+            throw APIProblem.invalid("This field must be \(length.lowerBound) to \(length.upperBound) characters long.", field: field)
+        }
+        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw APIProblem.invalid("This field must not contain control characters.", field: field)
+        }
+        return text
+    }
+
+    /// An integer field within `range`; booleans and fractions are refused.
+    static func integer(_ object: [String: Any], _ field: String, range: ClosedRange<Int>) throws -> Int? {
+        guard let value = object[field], !(value is NSNull) else { return nil }
+        // JSON booleans arrive as NSNumber too (objCType "c"); `is Bool` would also match 0 and 1.
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
+            let integer = Int(exactly: number.doubleValue), Double(integer) == number.doubleValue
+        else {
+            throw APIProblem.invalid("This field must be an integer.", field: field)
+        }
+        guard range.contains(integer) else {
+            throw APIProblem.invalid("This field must be between \(range.lowerBound) and \(range.upperBound).", field: field)
+        }
+        return integer
+    }
+}
+
+/// Query parameters, read strictly: unknown or repeated parameters are refused.
+struct QueryInput {
+    let values: [String: String]
+
+    init(_ request: Request, allowed: Set<String>) throws {
+        var values: [String: String] = [:]
+        for (name, value) in request.uri.queryParameters {
+            let key = String(name)
+            guard allowed.contains(key) else {
+                throw APIProblem.badRequest(
+                    "Unknown query parameter; known: \(allowed.sorted().joined(separator: ", ")).", field: String(key.prefix(64))
+                )
+            }
+            guard values[key] == nil else { throw APIProblem.badRequest("This parameter is given twice.", field: key) }
+            values[key] = String(value)
+        }
+        self.values = values
+    }
+
+    func string(_ name: String, length: ClosedRange<Int> = 1...255) throws -> String? {
+        guard let value = values[name] else { return nil }
+        return try JSONInput.text(value, field: name, length: length)
+    }
+
+    func integer(_ name: String, range: ClosedRange<Int>) throws -> Int? {
+        guard let value = values[name] else { return nil }
+        guard let number = Int(value), range.contains(number) else {
+            throw APIProblem.badRequest("This parameter must be an integer between \(range.lowerBound) and \(range.upperBound).", field: name)
+        }
+        return number
+    }
+
+    func uuid(_ name: String) throws -> UUID? {
+        guard let value = values[name] else { return nil }
+        guard let id = UUID(uuidString: value) else { throw APIProblem.badRequest("This parameter must be a UUID.", field: name) }
+        return id
+    }
+
+    func date(_ name: String) throws -> Date? {
+        guard let value = values[name] else { return nil }
+        guard let date = Self.parseDate(value) else {
+            throw APIProblem.badRequest("This parameter must be an RFC 3339 date-time, e.g. 2026-11-22T08:00:00Z.", field: name)
+        }
+        return date
+    }
+
+    static func parseDate(_ text: String) -> Date? {
+        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
+        return try? Date(text, strategy: Date.ISO8601FormatStyle())
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import RevokerStore
+
+/// A revocation as the API shows it: everything but the credential.
+struct RevocationView: Encodable {
+    var id: String
+    var clientID: String
+    var externalReference: String
+    var appleUserID: String?
+    var credentialKind: String
+    var enqueuedKind: String
+    var hasCredential: Bool
+    var redirectURI: String?
+    var state: String
+    var outcome: String?
+    var attempts: Int
+    var maxAttempts: Int
+    var runAfter: String
+    var lastErrorCode: String?
+    var lastErrorDescription: String?
+    var requeuedFrom: String?
+    var createdAt: String
+    var updatedAt: String
+    var finishedAt: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, clientID = "client_id", externalReference = "external_reference", appleUserID = "apple_user_id"
+        case credentialKind = "credential_kind", enqueuedKind = "enqueued_kind", hasCredential = "has_credential"
+        case redirectURI = "redirect_uri", state, outcome, attempts, maxAttempts = "max_attempts", runAfter = "run_after"
+        case lastErrorCode = "last_error_code", lastErrorDescription = "last_error_description", requeuedFrom = "requeued_from"
+        case createdAt = "created_at", updatedAt = "updated_at", finishedAt = "finished_at"
+    }
+
+    init(_ request: RevocationRequest) {
+        id = request.id.uuidString.lowercased()
+        clientID = request.clientID
+        externalReference = request.externalReference
+        appleUserID = request.appleUserID
+        credentialKind = request.credentialKind.rawValue
+        enqueuedKind = request.enqueuedKind.rawValue
+        hasCredential = request.hasCredential
+        redirectURI = request.redirectURI
+        state = request.state.rawValue
+        outcome = request.outcome?.rawValue
+        attempts = request.attempts
+        maxAttempts = request.maxAttempts
+        runAfter = AuditExport.timestamp(request.runAfter)
+        lastErrorCode = request.lastErrorCode
+        lastErrorDescription = request.lastErrorDescription
+        requeuedFrom = request.requeuedFrom?.uuidString.lowercased()
+        createdAt = AuditExport.timestamp(request.createdAt)
+        updatedAt = AuditExport.timestamp(request.updatedAt)
+        finishedAt = request.finishedAt.map(AuditExport.timestamp)
+    }
+
+    /// Nil values are written as `null`, so every documented key is always present.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(clientID, forKey: .clientID)
+        try container.encode(externalReference, forKey: .externalReference)
+        try container.encode(appleUserID, forKey: .appleUserID)
+        try container.encode(credentialKind, forKey: .credentialKind)
+        try container.encode(enqueuedKind, forKey: .enqueuedKind)
+        try container.encode(hasCredential, forKey: .hasCredential)
+        try container.encode(redirectURI, forKey: .redirectURI)
+        try container.encode(state, forKey: .state)
+        try container.encode(outcome, forKey: .outcome)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(maxAttempts, forKey: .maxAttempts)
+        try container.encode(runAfter, forKey: .runAfter)
+        try container.encode(lastErrorCode, forKey: .lastErrorCode)
+        try container.encode(lastErrorDescription, forKey: .lastErrorDescription)
+        try container.encode(requeuedFrom, forKey: .requeuedFrom)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
+        try container.encode(finishedAt, forKey: .finishedAt)
+    }
+}
+
+/// `GET /v1/revocations`.
+struct RevocationList: Encodable {
+    var revocations: [RevocationView]
+}

@@ -1,0 +1,305 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import Prometheus
+import RevokerStore
+import RevokerWorker
+
+/// The HTTP API of `revoker serve`: enqueue and inspect revocations, read the audit trail,
+/// health, readiness and metrics. The contract is `openapi.yaml` (served at `/openapi.yaml`);
+/// a test holds the routes here and the document's paths to each other.
+public struct RevokerAPI: Sendable {
+    let queue: RevocationQueue
+    let audit: AuditLog
+    let database: PostgresClient
+    let clientIDs: Set<String>
+    let settings: RevokerConfiguration.HTTP
+    let defaultMaxAttempts: Int
+    let keys: APIKeys
+    let metrics: RevokerMetrics
+    let registry: PrometheusCollectorRegistry
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - registry: what `/metrics` exports; `metrics` should record into it.
+    public init(
+        database: PostgresClient, configuration: RevokerConfiguration, registry: PrometheusCollectorRegistry, metrics: RevokerMetrics,
+        logger: Logger
+    ) {
+        self.database = database
+        self.queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+        self.audit = AuditLog(client: database, logger: logger)
+        self.clientIDs = Set(configuration.apps.keys)
+        self.settings = configuration.http
+        self.defaultMaxAttempts = configuration.worker.maxAttempts
+        self.keys = APIKeys(keys: configuration.http.apiKeys)
+        self.metrics = metrics
+        self.registry = registry
+        self.logger = logger
+    }
+
+    /// An application serving the API on the configured address; `onServerRunning` receives the
+    /// bound port (configure port 0 for any free one).
+    public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        Application(
+            router: router(),
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revoker"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
+            logger: logger
+        )
+    }
+
+    /// The routes.
+    public func router() -> Router<APIRequestContext> {
+        let router = Router(context: APIRequestContext.self)
+        router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
+        router.add(middleware: ProblemMiddleware())
+
+        router.get("healthz") { _, _ in try Self.json(["status": "alive"]) }
+        router.get("readyz") { _, _ in try await self.readiness() }
+        router.get("metrics") { _, _ in try await self.exportMetrics() }
+        router.get("openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: Self.openAPIDocument)))
+        }
+
+        let v1 = router.group("v1")
+        v1.post("revocations") { request, context in try await self.enqueue(request, context: context) }
+        v1.get("revocations") { request, _ in try await self.list(request) }
+        v1.get("revocations/{id}") { request, context in try await self.show(request, context: context) }
+        v1.post("revocations/{id}/cancel") { request, context in try await self.cancel(request, context: context) }
+        v1.post("revocations/{id}/requeue") { request, context in try await self.requeue(request, context: context) }
+        v1.get("audit") { request, _ in try await self.auditTrail(request) }
+        return router
+    }
+
+    /// The OpenAPI document, as embedded at build time.
+    public static var openAPIDocument: [UInt8] { PackageResources.openapi_yaml }
+
+    // MARK: Revocations
+
+    static let credentialFields: [(String, CredentialKind)] = [
+        ("authorization_code", .authorizationCode), ("refresh_token", .refreshToken), ("access_token", .accessToken),
+    ]
+    static let enqueueFields: Set<String> = [
+        "client_id", "external_reference", "apple_user_id", "authorization_code", "refresh_token", "access_token", "redirect_uri",
+        "max_attempts",
+    ]
+
+    func enqueue(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let actor = try keys.authorize(request, .revocationsWrite)
+        let body = try await JSONInput.object(request, limit: settings.maxBodyBytes, allowed: Self.enqueueFields)
+        guard let clientID = try JSONInput.string(body, "client_id", required: true, length: 1...255),
+            let reference = try JSONInput.string(body, "external_reference", required: true, length: 1...255)
+        else { throw APIProblem.invalid("This field is required.", field: "client_id") }
+        let appleUserID = try JSONInput.string(body, "apple_user_id", length: 1...255)
+        let redirectURI = try JSONInput.string(body, "redirect_uri", length: 1...2048)
+        if let redirectURI {
+            guard let url = URL(string: redirectURI), ["https", "http"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
+                throw APIProblem.invalid("This field must be an absolute http(s) URL.", field: "redirect_uri")
+            }
+        }
+        let maxAttempts = try JSONInput.integer(body, "max_attempts", range: 1...100) ?? defaultMaxAttempts
+        var credentials: [Credential] = []
+        for (field, kind) in Self.credentialFields {
+            guard let secret = try JSONInput.string(body, field, length: 1...8192) else { continue }
+            guard !secret.contains(where: \.isWhitespace) else {
+                throw APIProblem.invalid("A code or token has no whitespace in it.", field: field)
+            }
+            credentials.append(Credential(kind: kind, secret: secret))
+        }
+        guard credentials.count == 1, let credential = credentials.first else {
+            throw APIProblem.invalid(
+                "Give exactly one of authorization_code, refresh_token, access_token.",
+                field: credentials.isEmpty ? "authorization_code" : credentials[1].kind.rawValue
+            )
+        }
+        guard clientIDs.contains(clientID) else {
+            throw APIProblem.invalid("No app with this client_id is configured.", field: "client_id")
+        }
+        let result = try await queue.enqueue(
+            NewRevocation(
+                clientID: clientID, externalReference: reference, appleUserID: appleUserID, credential: credential,
+                redirectURI: redirectURI, maxAttempts: maxAttempts
+            ),
+            actor: "api:\(actor)"
+        )
+        switch result {
+        case .created(let created):
+            metrics.enqueued(source: "http")
+            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "apple.client_id": "\(clientID)"])
+            return try Self.json(RevocationView(created), status: .accepted)
+        case .existing(let existing):
+            return try Self.json(RevocationView(existing), status: .ok)
+        }
+    }
+
+    func list(_ request: Request) async throws -> Response {
+        _ = try keys.authorize(request, .revocationsRead)
+        let query = try QueryInput(request, allowed: ["client_id", "external_reference", "apple_user_id", "state", "created_before", "limit"])
+        var state: RevocationState?
+        if let name = query.values["state"] {
+            guard let parsed = RevocationState(rawValue: name) else {
+                throw APIProblem.badRequest("Unknown state; known: \(RevocationState.all.map(\.rawValue).joined(separator: ", ")).", field: "state")
+            }
+            state = parsed
+        }
+        let requests = try await queue.list(
+            RevocationFilter(
+                clientID: try query.string("client_id"), externalReference: try query.string("external_reference"),
+                appleUserID: try query.string("apple_user_id"), state: state, createdBefore: try query.date("created_before"),
+                limit: try query.integer("limit", range: 1...1000) ?? 100
+            )
+        )
+        return try Self.json(RevocationList(revocations: requests.map(RevocationView.init)))
+    }
+
+    func show(_ request: Request, context: APIRequestContext) async throws -> Response {
+        _ = try keys.authorize(request, .revocationsRead)
+        guard let found = try await queue.request(id: try Self.id(context)) else { throw APIProblem.notFound("No revocation with this id.") }
+        return try Self.json(RevocationView(found))
+    }
+
+    func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let actor = try keys.authorize(request, .revocationsWrite)
+        switch try await queue.cancel(id: try Self.id(context), actor: "api:\(actor)") {
+        case .cancelled(let cancelled): return try Self.json(RevocationView(cancelled))
+        case .notFound: throw APIProblem.notFound("No revocation with this id.")
+        case .notCancellable(let existing):
+            throw APIProblem.conflict("Only a pending revocation can be cancelled; this one is \(existing.state.rawValue).")
+        }
+    }
+
+    func requeue(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let actor = try keys.authorize(request, .admin)
+        switch try await queue.requeueConfigurationFailure(id: try Self.id(context), actor: "api:\(actor)") {
+        case .requeued(let requeued): return try Self.json(RevocationView(requeued), status: .accepted)
+        case .notFound: throw APIProblem.notFound("No revocation with this id.")
+        case .notRequeueable(let existing):
+            throw APIProblem.conflict(
+                "Only a revocation that failed as client_misconfigured and still holds its credential can be re-queued; this one is \(existing.state.rawValue)\(existing.outcome.map { "/\($0.rawValue)" } ?? "")."
+            )
+        }
+    }
+
+    static func id(_ context: APIRequestContext) throws -> UUID {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+            throw APIProblem.badRequest("The revocation id must be a UUID.", field: "id")
+        }
+        return id
+    }
+
+    // MARK: Audit
+
+    func auditTrail(_ request: Request) async throws -> Response {
+        _ = try keys.authorize(request, .auditRead)
+        let query = try QueryInput(
+            request, allowed: ["request_id", "external_reference", "client_id", "apple_user_id", "event", "from", "to", "cursor", "limit"]
+        )
+        var events: [AuditEventKind]?
+        if let name = query.values["event"] {
+            guard let kind = AuditEventKind(rawValue: name) else {
+                throw APIProblem.badRequest("Unknown event; known: \(AuditEventKind.all.map(\.rawValue).joined(separator: ", ")).", field: "event")
+            }
+            events = [kind]
+        }
+        let auditQuery = AuditQuery(
+            requestID: try query.uuid("request_id"), externalReference: try query.string("external_reference"),
+            clientID: try query.string("client_id"), appleUserID: try query.string("apple_user_id"), from: try query.date("from"),
+            to: try query.date("to"), events: events, cursor: try query.string("cursor", length: 1...200),
+            limit: try query.integer("limit", range: 1...1000) ?? 100
+        )
+        let page: AuditPage
+        do {
+            page = try await audit.query(auditQuery)
+        } catch let error as RevokerStoreError where error.code == .invalidArgument {
+            throw APIProblem.badRequest("The cursor is not one this API returned.", field: "cursor")
+        }
+        var headers: HTTPFields = [:]
+        if let next = page.nextCursor { headers[Self.nextCursorHeader] = next }
+        if Self.accepts(request, "text/csv") {
+            headers[.contentType] = "text/csv; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: AuditExport.csv(page.records))))
+        }
+        headers[.contentType] = "application/json"
+        let records = page.records.map(AuditExport.jsonObject).joined(separator: ",")
+        let text = "{\"records\":[\(records)],\"next_cursor\":\(page.nextCursor.map(AuditExport.jsonString) ?? "null")}"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static let nextCursorHeader = HTTPField.Name("Revoker-Next-Cursor")!
+
+    /// Whether `Accept` lists `mediaType` (a plain check; CSV is asked for explicitly).
+    static func accepts(_ request: Request, _ mediaType: String) -> Bool {
+        request.headers[values: .accept].contains { value in
+            value.split(separator: ",").contains { $0.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == mediaType }
+        }
+    }
+
+    // MARK: Health and metrics
+
+    func readiness() async throws -> Response {
+        let migrator = Migrator(client: database, logger: logger)
+        let status: String
+        do {
+            status = try await withDeadline(.seconds(3)) { try await migrator.isCurrent() } ? "ready" : "migrations pending: run `revoker migrate`"
+        } catch {
+            status = "database unreachable"
+        }
+        return try Self.json(["status": status], status: status == "ready" ? .ok : .serviceUnavailable)
+    }
+
+    func exportMetrics() async throws -> Response {
+        // Queue gauges are read when scraped, so they are as fresh as the scrape.
+        let queue = self.queue
+        if let statistics = try? await withDeadline(.seconds(3), { try await queue.statistics() }) {
+            metrics.queue(statistics)
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
+        )
+    }
+
+    // MARK: Encoding
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+}
+
+/// Records each request's latency by route template (never the concrete path), method and status.
+struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: RevokerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let started = ContinuousClock.now
+        let status: Int
+        do {
+            let response = try await next(request, context)
+            status = response.status.code
+            record(request, context: context, status: status, started: started)
+            return response
+        } catch let error as any HTTPResponseError {
+            record(request, context: context, status: error.status.code, started: started)
+            throw error
+        } catch {
+            record(request, context: context, status: 500, started: started)
+            throw error
+        }
+    }
+
+    /// Keeps the method label bounded: any other method a client invents is `other`.
+    static var knownMethods: Set<HTTPRequest.Method> { [.get, .head, .post, .put, .delete, .patch, .options] }
+
+    private func record(_ request: Request, context: Context, status: Int, started: ContinuousClock.Instant) {
+        metrics.httpRequest(
+            route: context.endpointPath ?? "unmatched", method: Self.knownMethods.contains(request.method) ? request.method.rawValue : "other",
+            status: status, duration: ContinuousClock.now - started
+        )
+    }
+}

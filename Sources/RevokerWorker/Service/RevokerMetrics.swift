@@ -1,0 +1,80 @@
+import AppleSignIn
+import CoreMetrics
+import RevokerStore
+
+/// Revoker's metrics, through swift-metrics: the factory is injected so that each server (and
+/// each test) can export its own registry. Every label is bounded: outcomes, endpoints, status
+/// classes, states, error codes; never a message, an id or a client-supplied value.
+public struct RevokerMetrics: Sendable {
+    let factory: any MetricsFactory
+
+    /// Metrics through `factory` (default: the process-wide `MetricsSystem` factory, a no-op
+    /// until bootstrapped).
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        self.factory = factory
+    }
+
+    /// A request was enqueued by `source` (`http`, `cli`).
+    public func enqueued(source: String) {
+        Counter(label: "revoker_requests_enqueued_total", dimensions: [("source", source)], factory: factory).increment()
+    }
+
+    /// A request ended with `outcome`.
+    public func finished(_ outcome: RevocationOutcome) {
+        Counter(label: "revoker_requests_finished_total", dimensions: [("outcome", outcome.rawValue)], factory: factory).increment()
+    }
+
+    /// A worker claimed a request: one attempt starts.
+    public func attemptStarted() {
+        Counter(label: "revoker_attempts_total", factory: factory).increment()
+    }
+
+    /// A request was put back for a later attempt; `reason` is `transient` or `paused`.
+    public func retryScheduled(reason: String) {
+        Counter(label: "revoker_retries_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
+    /// One call to Apple, with its HTTP status (nil when none came back).
+    public func appleCall(_ endpoint: AppleEndpoint, status: Int?, duration: Duration) {
+        Timer(
+            label: "revoker_apple_request_duration_seconds",
+            dimensions: [("endpoint", endpoint.rawValue), ("status_class", Self.statusClass(status))],
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        ).recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    /// Requests being processed by this process right now.
+    public func inFlight(_ count: Int) {
+        Gauge(label: "revoker_in_flight", factory: factory).record(count)
+    }
+
+    /// The queue as `revoker status` sees it; recorded when metrics are scraped.
+    public func queue(_ statistics: QueueStatistics) {
+        for state in RevocationState.all {
+            Gauge(label: "revoker_queue_depth", dimensions: [("state", state.rawValue)], factory: factory).record(statistics.byState[state] ?? 0)
+        }
+        Gauge(label: "revoker_oldest_due_age_seconds", factory: factory).record(Double(Self.nanoseconds(statistics.oldestDueAge)) / 1e9)
+        Gauge(label: "revoker_paused_apps", factory: factory).record(statistics.pausedApps)
+    }
+
+    /// One HTTP request served, by route template (never the concrete path), method and status.
+    public func httpRequest(route: String, method: String, status: Int, duration: Duration) {
+        Timer(
+            label: "revoker_http_request_duration_seconds",
+            dimensions: [("route", route), ("method", method), ("status", "\(status)")],
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        ).recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    static func statusClass(_ status: Int?) -> String {
+        guard let status, (100..<600).contains(status) else { return "none" }
+        return "\(status / 100)xx"
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import RevokerWorker
+
+struct APIKeyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "api-key",
+        abstract: "Make a new API key: the key once on standard output, its configuration entry on standard error.",
+        discussion: """
+            Only the SHA-256 of a key is configured (http.api_keys), so the key itself is shown once: hand it \
+            to the caller through your secret store. The entry names the caller in the audit trail.
+
+            Example:
+              revoker api-key billing-backend --scope revocations:write --scope revocations:read > billing.key
+            """
+    )
+
+    @Argument(help: "The caller's name (1-64 of A-Z a-z 0-9 - _ .), the actor in audit events.")
+    var name: String
+
+    @Option(name: .customLong("scope"), help: "revocations:write, revocations:read, audit:read or admin; repeat for several.")
+    var scopes: [String] = []
+
+    func validate() throws {
+        guard (1...64).contains(name.count), name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+            throw ValidationError("The name must be 1-64 of A-Z a-z 0-9 - _ .")
+        }
+        guard !scopes.isEmpty else { throw ValidationError("Give at least one --scope.") }
+        for scope in scopes where RevokerConfiguration.APIScope(rawValue: scope) == nil {
+            throw ValidationError("Unknown scope; known: \(RevokerConfiguration.APIScope.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
+    }
+
+    func run() throws {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for index in bytes.indices { bytes[index] = generator.next() }
+        let key = "rvk_" + Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        let digest = SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        let entry: [String: Any] = ["name": name, "sha256": digest, "scopes": scopes]
+        let json = (try? JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        FileHandle.standardError.write(Data("revoker: add this entry to http.api_keys, and give the key (standard output) to the caller:\n\(json)\n".utf8))
+        print(key)
+    }
+}
