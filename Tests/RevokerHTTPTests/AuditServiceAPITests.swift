@@ -1,0 +1,134 @@
+import AppleSignInSandbox
+import Foundation
+import Hummingbird
+import Logging
+import NIOHTTP1
+import PostgresNIO
+import Prometheus
+import RevokerHTTP
+import RevokerStore
+import RevokerTesting
+import RevokerWorker
+import Testing
+import Yams
+
+/// The audit endpoint, the service endpoints and the OpenAPI contract.
+@Suite("HTTP API: audit, health, metrics, contract")
+struct AuditServiceAPITests {
+    @Test func enqueueOverHTTPIsRevokedByTheInProcessWorkerAndShowsInAuditAndMetrics() async throws {
+        try await APIHarness.with(runWorker: true) { api in
+            let (grantID, token) = try await api.mintRefreshToken(subject: "apple-user-9")
+            let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: [
+                "client_id": "com.example.notes", "external_reference": "acct-9", "apple_user_id": "apple-user-9", "refresh_token": token,
+            ])
+            #expect(created.status == 202)
+            let id = try #require(created.json["id"] as? String)
+
+            var shown = try await api.call(.GET, "/v1/revocations/\(id)", key: api.keys.reader)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while shown.json["state"] as? String != "succeeded", ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                shown = try await api.call(.GET, "/v1/revocations/\(id)", key: api.keys.reader)
+            }
+            #expect(shown.json["outcome"] as? String == "revoked", "\(shown.text)")
+            #expect(shown.json["has_credential"] as? Bool == false, "the credential is erased once final")
+            #expect(try await api.worker.sandbox.admin.grant(grantID).revocations == 1, "Apple revoked the grant once")
+
+            let audit = try await api.call(.GET, "/v1/audit?request_id=\(id)", key: api.keys.auditor)
+            let events = try #require(audit.json["records"] as? [[String: Any]]).compactMap { $0["event"] as? String }
+            for event in ["enqueued", "claimed", "token_validated", "id_token_verified", "revoked", "succeeded", "credential_erased"] {
+                #expect(events.contains(event), "the audit trail shows \(event): \(events)")
+            }
+
+            let metrics = try await api.call(.GET, "/metrics", key: nil).text
+            #expect(metrics.contains(#"revoker_requests_enqueued_total{source="http"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"revoker_requests_finished_total{outcome="revoked"} 1"#))
+            #expect(metrics.contains(#"revoker_apple_request_duration_seconds_count{endpoint="/auth/revoke",status_class="2xx"} 1"#))
+            #expect(metrics.contains(#"revoker_queue_depth{state="succeeded"} 1"#))
+            #expect(metrics.contains(#"revoker_http_request_duration_seconds_count{method="POST",route="/v1/revocations",status="202"} 1"#))
+            #expect(!metrics.contains(id), "no request id in a label")
+            try await api.worker.expectNoSecretsInAudit()
+        }
+    }
+
+    @Test func auditPagesWithACursorAndExportsCSV() async throws {
+        try await APIHarness.with { api in
+            for index in 0..<3 {
+                let token = try await api.mintRefreshToken(subject: "s\(index)").token
+                _ = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: [
+                    "client_id": "com.example.notes", "external_reference": "page-\(index)", "refresh_token": token,
+                ])
+                _ = try await api.call(.POST, "/v1/revocations/\(UUID())/cancel", key: api.keys.writer)
+            }
+            let everything = try await api.worker.audit()
+            var seen: [Int64] = []
+            var cursor: String?
+            var pages = 0
+            repeat {
+                let path = "/v1/audit?client_id=com.example.notes&limit=2" + (cursor.map { "&cursor=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" } ?? "")
+                let page = try await api.call(.GET, path, key: api.keys.auditor)
+                #expect(page.status == 200, "\(page.text)")
+                seen += (page.json["records"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? NSNumber)?.int64Value }
+                cursor = page.json["next_cursor"] as? String
+                #expect(page.headers.first(name: "Revoker-Next-Cursor") == cursor)
+                pages += 1
+            } while cursor != nil && pages < 10
+            #expect(seen == everything.map(\.id), "the pages hold every record once, in order")
+            #expect(pages == 2)
+
+            let csv = try await api.call(.GET, "/v1/audit?event=enqueued", key: api.keys.auditor, accept: "text/csv")
+            #expect(csv.headers.first(name: "Content-Type")?.hasPrefix("text/csv") == true)
+            let lines = csv.text.split(separator: "\r\n")
+            #expect(lines.first == Substring(AuditRecord.exportColumns.joined(separator: ",")))
+            #expect(lines.count == 4, "a header and three enqueued events: \(csv.text)")
+
+            #expect(try await api.call(.GET, "/v1/audit?cursor=garbage", key: api.keys.auditor).status == 400)
+            #expect(try await api.call(.GET, "/v1/audit?event=exploded", key: api.keys.auditor).status == 400)
+            #expect(try await api.call(.GET, "/v1/audit?from=tuesday", key: api.keys.auditor).status == 400)
+        }
+    }
+
+    @Test func healthAndReadiness() async throws {
+        try await APIHarness.with { api in
+            let alive = try await api.call(.GET, "/healthz", key: nil)
+            #expect(alive.status == 200 && alive.json["status"] as? String == "alive")
+            let ready = try await api.call(.GET, "/readyz", key: nil)
+            #expect(ready.status == 200 && ready.json["status"] as? String == "ready")
+            _ = try await api.worker.database.client.query("UPDATE revoker.schema_migrations SET checksum = 'changed'", logger: api.worker.logger).collect()
+            let stale = try await api.call(.GET, "/readyz", key: nil)
+            #expect(stale.status == 503, "a schema that does not match this binary is not ready: \(stale.text)")
+        }
+    }
+
+    @Test func theRoutesAreExactlyTheOpenAPIDocumentsOperations() async throws {
+        let document = try #require(try Yams.load(yaml: String(decoding: RevokerAPI.openAPIDocument, as: UTF8.self)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        var documented: Set<String> = []
+        for (path, operations) in paths {
+            for method in operations.keys where ["get", "post", "put", "patch", "delete"].contains(method) {
+                documented.insert("\(method.uppercased()) \(path)")
+            }
+        }
+        try await APIHarness.with { api in
+            let repository = PrivatePostgres.packageRoot.appendingPathComponent("openapi.yaml")
+            #expect(try Data(contentsOf: repository) == Data(RevokerAPI.openAPIDocument), "the repository's openapi.yaml is the served one")
+            let served = try await api.call(.GET, "/openapi.yaml", key: nil)
+            #expect(served.body == Data(RevokerAPI.openAPIDocument))
+        }
+        let routes = Set(try routeList().map { "\($0.method) \($0.path)" })
+        #expect(routes == documented, "only in the code: \(routes.subtracting(documented)); only in the document: \(documented.subtracting(routes))")
+    }
+
+    /// The router's routes, from a router built as the server builds it (its client never connects).
+    func routeList() throws -> [(method: String, path: String)] {
+        let configuration = RevokerConfiguration(
+            databaseURL: "postgres://nobody@127.0.0.1:9/none", appleBaseURL: "http://127.0.0.1:9",
+            keyring: try CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "routes")), apps: [:]
+        )
+        let client = PostgresClient(configuration: try configuration.databaseConfiguration())
+        let api = RevokerAPI(
+            database: client, configuration: configuration, registry: PrometheusCollectorRegistry(), metrics: RevokerMetrics(), logger: Logger(label: "routes")
+        )
+        return api.router().routes.map { ($0.method.rawValue, $0.path.description) }
+    }
+}
