@@ -45,7 +45,7 @@ struct AuditServiceAPITests {
             #expect(metrics.contains(#"revoker_requests_finished_total{outcome="revoked"} 1"#))
             #expect(metrics.contains(#"revoker_apple_request_duration_seconds_count{endpoint="/auth/revoke",status_class="2xx"} 1"#))
             #expect(metrics.contains(#"revoker_queue_depth{state="succeeded"} 1"#))
-            #expect(metrics.contains(#"revoker_http_request_duration_seconds_count{method="POST",route="/v1/revocations",status="202"} 1"#))
+            #expect(metrics.contains(#"revoker_http_request_duration_seconds_count{route="/v1/revocations",method="POST",status="202"} 1"#))
             #expect(!metrics.contains(id), "no request id in a label")
             try await api.worker.expectNoSecretsInAudit()
         }

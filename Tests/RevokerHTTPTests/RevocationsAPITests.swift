@@ -3,6 +3,7 @@ import Foundation
 import NIOHTTP1
 import RevokerStore
 import RevokerTesting
+import RevokerWorker
 import Testing
 
 /// `/v1/revocations` over real HTTP against PostgreSQL.
