@@ -47,12 +47,20 @@ enum JSONInput {
 
     /// A string field: present (when `required`), a JSON string, `length` characters, no control characters.
     static func string(_ object: [String: Any], _ field: String, required: Bool = false, length: ClosedRange<Int>) throws -> String? {
-        guard let value = object[field], !(value is NSNull) else {
+        guard let value = try present(object, field) else {
             if required { throw APIProblem.invalid("This field is required.", field: field) }
             return nil
         }
         guard let text = value as? String else { throw APIProblem.invalid("This field must be a string.", field: field) }
         return try Self.text(text, field: field, length: length)
+    }
+
+    /// The field's value, or nil when it is left out; `null` is refused, as the document has no
+    /// nullable input and a null where a credential was meant is more likely a bug than a choice.
+    static func present(_ object: [String: Any], _ field: String) throws -> Any? {
+        guard let value = object[field] else { return nil }
+        guard !(value is NSNull) else { throw APIProblem.invalid("Leave this field out instead of sending null.", field: field) }
+        return value
     }
 
     /// Checks a submitted text's length and characters.
@@ -68,7 +76,7 @@ enum JSONInput {
 
     /// An integer field within `range`; booleans and fractions are refused.
     static func integer(_ object: [String: Any], _ field: String, range: ClosedRange<Int>) throws -> Int? {
-        guard let value = object[field], !(value is NSNull) else { return nil }
+        guard let value = try present(object, field) else { return nil }
         // JSON booleans arrive as NSNumber too (objCType "c"); `is Bool` would also match 0 and 1.
         guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
             let integer = Int(exactly: number.doubleValue), Double(integer) == number.doubleValue

@@ -124,6 +124,8 @@ struct RevocationsAPITests {
                 ("bad redirect uri", with(["redirect_uri": "not a url"]), "application/json", 422, "redirect_uri"),
                 ("boolean max_attempts", with(["max_attempts": true]), "application/json", 422, "max_attempts"),
                 ("fractional max_attempts", with(["max_attempts": 2.5]), "application/json", 422, "max_attempts"),
+                ("null max_attempts", with(["max_attempts": NSNull()]), "application/json", 422, "max_attempts"),
+                ("null beside the credential", with(["authorization_code": NSNull()]), "application/json", 422, "authorization_code"),
                 ("max_attempts out of range", with(["max_attempts": 0]), "application/json", 422, "max_attempts"),
                 ("body over the limit", with(["external_reference": "x", "redirect_uri": "https://example.com/" + String(repeating: "p", count: 5000)]), "application/json", 413, nil),
             ]
