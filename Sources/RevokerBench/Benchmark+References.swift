@@ -6,7 +6,7 @@ import RevokerTesting
 
 extension Benchmark {
     /// pgbench on the same server: one single-row `INSERT` per transaction, with 1 client and
-    /// with as many clients as a worker has in flight at 0 ms, for `referenceSeconds` each.
+    /// with as many clients as a worker has in flight at 0 ms, `referenceTransactions` each.
     func measurePostgres() async throws -> BenchmarkReport.References {
         var references = BenchmarkReport.References()
         guard let pgbench = Self.pgbench() else {
@@ -19,9 +19,10 @@ extension Benchmark {
             try Data("INSERT INTO commits (value) VALUES (1);\n".utf8).write(to: script)
             defer { try? FileManager.default.removeItem(at: script) }
             for clients in Set([1, options.concurrency(atLatency: 0)]).sorted() {
+                // A transaction count, not -T: pgbench times -T with SIGALRM, which a child of this process may have blocked.
                 let arguments = [
                     "-n", "-f", script.path, "-c", "\(clients)", "-j", "\(min(clients, ProcessInfo.processInfo.activeProcessorCount))",
-                    "-T", "\(options.referenceSeconds)", database.url,
+                    "-t", "\(max(1, options.referenceTransactions / clients))", database.url,
                 ]
                 let result = try await RevokerProcess.Handle.run(executable: pgbench, arguments: arguments)
                 guard let line = result.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),

@@ -18,8 +18,8 @@ public struct BenchmarkOptions: Sendable {
     public var pickupSamples = 200
     /// Whether to measure pgbench's commit rate and the sandbox alone.
     public var measureReferences = true
-    /// Seconds each pgbench reference runs.
-    public var referenceSeconds = 5
+    /// Transactions of each pgbench reference run (split among its clients).
+    public var referenceTransactions = 40_000
     /// The `revoker` binary started as worker processes.
     public var binary: String
     /// The PostgreSQL server (`postgres://…`); each scenario gets a database of its own on it.
