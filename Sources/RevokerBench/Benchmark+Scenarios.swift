@@ -36,7 +36,7 @@ extension Benchmark {
                 try await EnqueuePath.swift.enqueue(grants, width: options.enqueueConcurrency, client: client, configuration: stage.configuration, logger: logger)
             }
             let counters = try await DatabaseCounters(stage.database, logger: logger)
-            let postgresCPU = ProcessStatistics.postgresCPUSeconds()
+            let postgresCPU = ProcessStatistics.postgresCPUSeconds(postmaster: counters.postmaster)
             let ownCPU = ProcessStatistics.ownCPUSeconds()
             var problems: [String] = []
 
@@ -69,7 +69,10 @@ extension Benchmark {
                     }
                     return polls
                 }
-                return (cpu, rss, polls, ProcessStatistics.postgresCPUSeconds() - postgresCPU, ProcessStatistics.ownCPUSeconds() - ownCPU)
+                return (
+                    cpu, rss, polls, ProcessStatistics.postgresCPUSeconds(postmaster: counters.postmaster) - postgresCPU,
+                    ProcessStatistics.ownCPUSeconds() - ownCPU
+                )
             }
 
             let used = try await counters.delta(ownTransactions: polls)
@@ -136,6 +139,8 @@ struct DatabaseCounters {
     let logger: Logger
     let statementsAvailable: Bool
     let transactionsBefore: Int64
+    /// The server's postmaster, whose processes' CPU is measured (0 when the server is not on this machine).
+    let postmaster: Int32
 
     struct Used {
         var statements: Int64?
@@ -148,6 +153,8 @@ struct DatabaseCounters {
         self.logger = logger
         let libraries = try await database.client.query("\(unescaped: Benchmark.marker) SHOW shared_preload_libraries", logger: logger).collect()
         statementsAvailable = try libraries.first?.decode(String.self).contains("pg_stat_statements") ?? false
+        let backend = try await database.client.query("\(unescaped: Benchmark.marker) SELECT pg_backend_pid()", logger: logger).collect()
+        postmaster = try backend.first.flatMap { ProcessStatistics.parent(of: try $0.decode(Int32.self)) } ?? 0
         if statementsAvailable {
             try await database.client.query("\(unescaped: Benchmark.marker) CREATE EXTENSION IF NOT EXISTS pg_stat_statements", logger: logger).collect()
             try await database.client.query("\(unescaped: Benchmark.marker) SELECT pg_stat_statements_reset()", logger: logger).collect()

@@ -22,17 +22,30 @@ enum ProcessStatistics {
         return kilobytes.map { $0 * 1024 }
     }
 
-    /// CPU seconds of every process named `postgres` (the server and its backends), summed.
+    /// CPU seconds of a PostgreSQL server: the postmaster `postmaster` and its children (backends,
+    /// background processes), summed. Other servers on the machine are left out.
     ///
     /// Backends that ended meanwhile drop out of the sum: measure with connections that stay open.
-    static func postgresCPUSeconds() -> Double {
+    static func postgresCPUSeconds(postmaster: Int32) -> Double {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
         var total = 0.0
         for entry in entries where entry.first?.isNumber == true {
-            guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8), stat.contains("(postgres)") else { continue }
+            guard let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let end = stat.lastIndex(of: ")")
+            else { continue }
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            // Field 4 of stat is the parent's pid (index 1 after the command name).
+            guard Int32(entry) == postmaster || (fields.count > 1 && Int32(fields[1]) == postmaster) else { continue }
             total += cpuSeconds(statLine: stat) ?? 0
         }
         return total
+    }
+
+    /// The parent of a process (for a backend: the postmaster).
+    static func parent(of pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
     }
 
     /// CPU seconds this process has used (the benchmark and its in-process sandbox).

@@ -150,8 +150,9 @@ public struct RevocationWorker: Service {
                 try await queue.withWakeUps { wakeUps in
                     signal.yield()
                     for try await _ in wakeUps {
-                        _ = try? await queue.sealIntake()
+                        // Claim first (the claim seals what it takes): sealing the rest must not delay pickup.
                         signal.yield()
+                        if (try? await queue.sealIntake()) ?? 0 > 0 { signal.yield() }
                     }
                 }
             } catch {
