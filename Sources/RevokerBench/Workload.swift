@@ -100,16 +100,7 @@ enum EnqueuePath: String, CaseIterable, Sendable {
             database: client, configuration: configuration, registry: registry,
             metrics: RevokerMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger
         )
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = api.application(onServerRunning: { continuation.yield($0) })
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { continuation.finish() }
-                try await application.run()
-            }
-            defer { group.cancelAll() }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else { throw CancellationError() }
+        return try await withServingApplication({ api.application(onServerRunning: $0) }) { port in
             var clientConfiguration = HTTPClient.Configuration()
             clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: width)
             let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)

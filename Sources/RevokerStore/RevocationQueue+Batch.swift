@@ -66,80 +66,62 @@ extension RevocationQueue {
         var events: [EventRow]
     }
 
-    /// The audit insert shared by the batched statements: every event of every row of `cte`
-    /// (which returns id, client_id, external_reference, apple_user_id, attempts, owner, events), in order.
-    private static func auditInsert(from cte: String) -> String {
-        """
-        INSERT INTO revoker.audit_events
-            (request_id, client_id, external_reference, apple_user_id, event, attempt, actor,
-             apple_endpoint, http_status, apple_error, apple_error_description, latency_ms, detail)
-        SELECT c.id, c.client_id, c.external_reference, c.apple_user_id, e.value->>'event', c.attempts, c.owner,
-               e.value->>'apple_endpoint', (e.value->>'http_status')::int, e.value->>'apple_error',
-               e.value->>'apple_error_description', (e.value->>'latency_ms')::int, e.value->>'detail'
-        FROM \(cte) c CROSS JOIN LATERAL jsonb_array_elements(c.events) WITH ORDINALITY AS e(value, n)
-        ORDER BY c.id, e.n
-        """
-    }
-
     /// Finishes every row whose lease is current, in one statement; answers per row whether it applied.
     func finishAll(_ rows: [FinishRow]) async throws -> [Bool] {
-        let input = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
-        let applied = try await runBatch(
-            """
-            WITH input AS (
-                SELECT * FROM jsonb_to_recordset(\(input)::jsonb) AS t(
-                    id uuid, fencing_token int8, owner text, state text, outcome text, keep bool,
-                    error_code text, error_description text, events jsonb)
-            ), finished AS (
-                UPDATE revoker.revocation_requests r
-                SET state = i.state, outcome = i.outcome, finished_at = now(), updated_at = now(),
-                    lease_owner = NULL, lease_expires_at = NULL,
-                    last_error_code = i.error_code, last_error_description = i.error_description,
-                    sealed_credential = CASE WHEN i.keep THEN r.sealed_credential END,
-                    credential_key_id = CASE WHEN i.keep THEN r.credential_key_id END
-                FROM input i
-                WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
-                RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, i.owner, i.events
-            ), erased AS (
-                DELETE FROM revoker.credential_intake c USING finished f WHERE c.request_id = f.id
-            ), audit AS (
-                \(unescaped: Self.auditInsert(from: "finished"))
-            )
-            SELECT id FROM finished
-            """
+        let applied = try await applyFenced(
+            rows,
+            columns: "state text, outcome text, keep bool, error_code text, error_description text",
+            set: """
+                state = i.state, outcome = i.outcome, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+                last_error_code = i.error_code, last_error_description = i.error_description,
+                sealed_credential = CASE WHEN i.keep THEN r.sealed_credential END,
+                credential_key_id = CASE WHEN i.keep THEN r.credential_key_id END
+                """
         )
         return rows.map { applied.contains($0.id) }
     }
 
     /// Replaces the credential of every row whose lease is current, in one statement.
     func replaceAll(_ rows: [ReplaceRow]) async throws -> [Bool] {
-        let input = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
-        let applied = try await runBatch(
-            """
-            WITH input AS (
-                SELECT * FROM jsonb_to_recordset(\(input)::jsonb) AS t(
-                    id uuid, fencing_token int8, owner text, kind text, sealed text, key_id text, events jsonb)
-            ), replaced AS (
-                UPDATE revoker.revocation_requests r
-                SET credential_kind = i.kind, sealed_credential = decode(i.sealed, 'base64'), credential_key_id = i.key_id,
-                    updated_at = now()
-                FROM input i
-                WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
-                RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, i.owner, i.events
-            ), erased AS (
-                DELETE FROM revoker.credential_intake c USING replaced f WHERE c.request_id = f.id
-            ), audit AS (
-                \(unescaped: Self.auditInsert(from: "replaced"))
-            )
-            SELECT id FROM replaced
-            """
+        let applied = try await applyFenced(
+            rows,
+            columns: "kind text, sealed text, key_id text",
+            set: "credential_kind = i.kind, sealed_credential = decode(i.sealed, 'base64'), credential_key_id = i.key_id"
         )
         return rows.map { applied.contains($0.id) }
     }
 
-    /// Runs a batched statement; returns the ids it applied to.
-    private func runBatch(_ query: PostgresQuery) async throws -> Set<UUID> {
-        try await StoreDatabase.run(logger) {
+    /// One statement for many fenced changes: `set` (over `r`, the request, and `i`, its input row
+    /// with `columns` besides id, fencing_token, owner and events) applies to every row still running
+    /// under its fencing token; those rows lose their intake credential and get their events, in order.
+    /// Returns the ids it applied to.
+    private func applyFenced(_ rows: some Encodable & Sendable, columns: String, set: String) async throws -> Set<UUID> {
+        let input = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+        return try await StoreDatabase.run(logger) {
+            let query: PostgresQuery = """
+                WITH input AS (
+                    SELECT * FROM jsonb_to_recordset(\(input)::jsonb)
+                        AS t(id uuid, fencing_token int8, owner text, events jsonb, \(unescaped: columns))
+                ), changed AS (
+                    UPDATE revoker.revocation_requests r
+                    SET \(unescaped: set), updated_at = now()
+                    FROM input i
+                    WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
+                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, i.owner, i.events
+                ), erased AS (
+                    DELETE FROM revoker.credential_intake c USING changed WHERE c.request_id = changed.id
+                ), audit AS (
+                    INSERT INTO revoker.audit_events
+                        (request_id, client_id, external_reference, apple_user_id, event, attempt, actor,
+                         apple_endpoint, http_status, apple_error, apple_error_description, latency_ms, detail)
+                    SELECT c.id, c.client_id, c.external_reference, c.apple_user_id, e.value->>'event', c.attempts, c.owner,
+                           e.value->>'apple_endpoint', (e.value->>'http_status')::int, e.value->>'apple_error',
+                           e.value->>'apple_error_description', (e.value->>'latency_ms')::int, e.value->>'detail'
+                    FROM changed c CROSS JOIN LATERAL jsonb_array_elements(c.events) WITH ORDINALITY AS e(value, n)
+                    ORDER BY c.id, e.n
+                )
+                SELECT id FROM changed
+                """
             var ids: Set<UUID> = []
             for try await id in try await self.client.query(query, logger: self.logger).decode(UUID.self) {
                 ids.insert(id)
