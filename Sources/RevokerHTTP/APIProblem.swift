@@ -52,8 +52,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let problem as APIProblem {
             throw problem
-        } catch let error as HTTPError {
-            // Hummingbird's own refusals: an unknown route, a body over the limit.
+        } catch let error as any HTTPResponseError {
+            // Hummingbird's and NIO's own refusals: an unknown route, a body over the limit.
             throw APIProblem(error.status, error.status == .contentTooLarge ? "The request body is too large." : error.status.reasonPhrase)
         } catch let error as RevokerStoreError {
             switch error.code {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 
 /// Strict reading of request input: JSON bodies and query parameters. Every refusal names the
 /// field and the reason, and never repeats a submitted value.
@@ -13,6 +14,8 @@ enum JSONInput {
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes.")
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes.")
         }
@@ -100,7 +103,12 @@ struct QueryInput {
 
     func string(_ name: String, length: ClosedRange<Int> = 1...255) throws -> String? {
         guard let value = values[name] else { return nil }
-        return try JSONInput.text(value, field: name, length: length)
+        do {
+            return try JSONInput.text(value, field: name, length: length)
+        } catch var problem as APIProblem {
+            problem.status = .badRequest  // every refused query parameter is a 400, as documented
+            throw problem
+        }
     }
 
     func integer(_ name: String, range: ClosedRange<Int>) throws -> Int? {
@@ -125,8 +133,63 @@ struct QueryInput {
         return date
     }
 
+    /// An RFC 3339 `date-time` (section 5.6), all of it: any fraction of a second, a leap
+    /// second, and any offset up to ±23:59, as the OpenAPI document promises.
     static func parseDate(_ text: String) -> Date? {
-        if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) { return date }
-        return try? Date(text, strategy: Date.ISO8601FormatStyle())
+        let bytes = Array(text.utf8)
+        var index = 0
+        func number(_ digits: Int) -> Int? {
+            guard index + digits <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[index..<index + digits] {
+                guard (0x30...0x39).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - 0x30)
+            }
+            index += digits
+            return value
+        }
+        func expect(_ characters: String) -> Bool {
+            guard index < bytes.count, characters.utf8.contains(bytes[index]) else { return false }
+            index += 1
+            return true
+        }
+        guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2), expect("Tt"),
+            let hour = number(2), expect(":"), let minute = number(2), expect(":"), let second = number(2)
+        else { return nil }
+        var fraction = 0.0
+        if expect(".") {
+            var scale = 0.1
+            let start = index
+            while index < bytes.count, (0x30...0x39).contains(bytes[index]) {
+                fraction += Double(bytes[index] - 0x30) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        var offset = 0
+        if !expect("Zz") {
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") else { return nil }
+            let sign = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            index += 1
+            guard let offsetHours = number(2), expect(":"), let offsetMinutes = number(2), offsetHours <= 23, offsetMinutes <= 59 else {
+                return nil
+            }
+            offset = sign * (offsetHours * 3600 + offsetMinutes * 60)
+        }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let daysInMonth = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+        guard index == bytes.count, (1...12).contains(month), (1...daysInMonth[month - 1]).contains(day), hour <= 23, minute <= 59,
+            second <= 60
+        else { return nil }
+        // Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's days_from_civil).
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
+        let yearOfEra = shiftedYear - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
     }
 }

@@ -72,6 +72,8 @@ public struct RevokerAPI: Sendable {
         v1.post("revocations/{id}/cancel") { request, context in try await self.cancel(request, context: context) }
         v1.post("revocations/{id}/requeue") { request, context in try await self.requeue(request, context: context) }
         v1.get("audit") { request, _ in try await self.auditTrail(request) }
+        // Added last, so it wraps only the not-found answer.
+        router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
         return router
     }
 
@@ -105,8 +107,9 @@ public struct RevokerAPI: Sendable {
         var credentials: [Credential] = []
         for (field, kind) in Self.credentialFields {
             guard let secret = try JSONInput.string(body, field, length: 1...8192) else { continue }
-            guard !secret.contains(where: \.isWhitespace) else {
-                throw APIProblem.invalid("A code or token has no whitespace in it.", field: field)
+            // Apple's codes and tokens are printable ASCII; anything else is a mistake upstream.
+            guard secret.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw APIProblem.invalid("A code or token is printable ASCII without spaces.", field: field)
             }
             credentials.append(Credential(kind: kind, secret: secret))
         }
@@ -301,5 +304,33 @@ struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
             route: context.endpointPath ?? "unmatched", method: Self.knownMethods.contains(request.method) ? request.method.rawValue : "other",
             status: status, duration: ContinuousClock.now - started
         )
+    }
+}
+
+/// Answers 405 with `Allow` when a known path is asked with a method it does not serve: a 404
+/// would tell the caller that the resource does not exist.
+struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
+    let routes: [(template: [Substring], method: HTTPRequest.Method)]
+
+    init(routes: [(method: HTTPRequest.Method, path: String)]) {
+        self.routes = routes.map { ($0.path.split(separator: "/"), $0.method) }
+    }
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as any HTTPResponseError where error.status == .notFound {
+            let segments = request.uri.path.split(separator: "/")
+            let allowed = Set(routes.filter { Self.matches($0.template, segments) }.map(\.method.rawValue))
+            guard !allowed.isEmpty, !allowed.contains(request.method.rawValue) else { throw error }
+            var problem = APIProblem(.methodNotAllowed, "This path does not serve this method.")
+            problem.headers[.allow] = allowed.sorted().joined(separator: ", ")
+            throw problem
+        }
+    }
+
+    /// Whether `segments` fit `template`, where `{name}` stands for any one segment.
+    static func matches(_ template: [Substring], _ segments: [Substring]) -> Bool {
+        template.count == segments.count && zip(template, segments).allSatisfy { $0.hasPrefix("{") || $0 == $1 }
     }
 }

@@ -121,16 +121,16 @@ public struct AuditLog: Sendable {
         return AuditPage(records: records, nextCursor: cursor)
     }
 
+    /// `v1.<microseconds>.<id>`: plain, so the API can document its exact shape.
     static func encodeCursor(micros: Int64, id: Int64) -> String {
-        Data("v1:\(micros):\(id)".utf8).base64EncodedString()
+        "v1.\(micros).\(id)"
     }
 
     static func decodeCursor(_ cursor: String) throws(RevokerStoreError) -> (Int64, Int64) {
-        guard let data = Data(base64Encoded: cursor), let text = String(data: data, encoding: .utf8) else {
-            throw RevokerStoreError(.invalidArgument, "malformed cursor")
-        }
-        let parts = text.split(separator: ":")
-        guard parts.count == 3, parts[0] == "v1", let micros = Int64(parts[1]), let id = Int64(parts[2]) else {
+        let parts = cursor.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "v1", parts[1...].allSatisfy({ (1...18).contains($0.count) && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+            let micros = Int64(parts[1]), let id = Int64(parts[2])
+        else {
             throw RevokerStoreError(.invalidArgument, "malformed cursor")
         }
         return (micros, id)

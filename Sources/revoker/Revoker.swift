@@ -14,7 +14,7 @@ struct Revoker: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkCommand.self, DrainCommand.self, ServeCommand.self, StatusCommand.self,
             AuditCommand.self, CheckCommand.self, KeygenCommand.self, APIKeyCommand.self, HealthCommand.self, SandboxCommand.self,
-            DemoCommand.self, BenchCommand.self,
+            PruneCommand.self, DemoCommand.self, BenchCommand.self,
         ]
     )
 
@@ -35,10 +35,11 @@ struct Revoker: AsyncParsableCommand {
             let values = arguments.flatMap { argument in
                 argument.hasPrefix("-") ? argument.split(separator: "=", maxSplits: 1).dropFirst().map(String.init) : [argument]
             }
-            if code != .success, values.contains(where: { message.contains("'\($0)'") }) {
-                FileHandle.standardError.write(
-                    Data("Error: the command line could not be parsed; the offending value is not shown, as it may be a secret. See 'revoker help'.\n".utf8)
-                )
+            let echoed = values.filter { message.contains("'\($0)'") }
+            if code != .success, !echoed.isEmpty {
+                // Keep the message (it names the option), without the value, which may be a secret.
+                let redacted = echoed.reduce(message) { $0.replacingOccurrences(of: "'\($1)'", with: "'<not shown>'") }
+                FileHandle.standardError.write(Data("Error: \(redacted)\nSee 'revoker help'.\n".utf8))
                 Foundation.exit(code.rawValue)
             }
             exit(withError: error)

@@ -3,6 +3,7 @@ import Foundation
 import NIOHTTP1
 import RevokerStore
 import RevokerTesting
+import RevokerWorker
 import Testing
 
 /// `/v1/revocations` over real HTTP against PostgreSQL.
@@ -118,6 +119,7 @@ struct RevocationsAPITests {
                 ("two credentials", with(["access_token": "abc"]), "application/json", 422, "access_token"),
                 ("empty token", with(["refresh_token": ""]), "application/json", 422, "refresh_token"),
                 ("token with a space", with(["refresh_token": "a b"]), "application/json", 422, "refresh_token"),
+                ("token beyond ASCII", with(["refresh_token": "r\u{E9}vok\u{E9}"]), "application/json", 422, "refresh_token"),
                 ("unknown client id", with(["client_id": "com.example.unknown"]), "application/json", 422, "client_id"),
                 ("bad redirect uri", with(["redirect_uri": "not a url"]), "application/json", 422, "redirect_uri"),
                 ("boolean max_attempts", with(["max_attempts": true]), "application/json", 422, "max_attempts"),
@@ -143,6 +145,24 @@ struct RevocationsAPITests {
             #expect(try await api.storedCount() == 0, "nothing was stored")
             let accepted = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, body: with([:]), contentType: "application/json; charset=utf-8")
             #expect(accepted.status == 202, "the valid body itself is accepted: \(accepted.text)")
+        }
+    }
+
+    @Test func aKnownPathAskedWithAnotherMethodIs405WithAllow() async throws {
+        try await APIHarness.with { api in
+            let cases: [(HTTPMethod, String, String)] = [
+                (.DELETE, "/v1/revocations", "GET, POST"),
+                (.PUT, "/v1/revocations/\(UUID())", "GET"),
+                (.GET, "/v1/revocations/\(UUID())/cancel", "POST"),
+                (.TRACE, "/healthz", "GET"),
+            ]
+            for (method, path, allow) in cases {
+                let answer = try await api.call(method, path, key: api.keys.admin)
+                #expect(answer.status == 405, "\(method) \(path): \(answer.text)")
+                #expect(answer.headers.first(name: "Allow") == allow, "\(method) \(path)")
+                #expect(answer.headers.first(name: "Content-Type") == "application/problem+json")
+            }
+            #expect(try await api.call(.GET, "/v1/nothing-here", key: api.keys.admin).status == 404, "an unknown path stays 404")
         }
     }
 

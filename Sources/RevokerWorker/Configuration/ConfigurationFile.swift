@@ -124,7 +124,7 @@ struct ConfigurationFile: Decodable {
             var http = RevokerConfiguration.HTTP()
             if let host { http.host = host }
             if let port {
-                guard (1...65_535).contains(port) else { throw ConfigurationError("http.port in \(source) must be between 1 and 65535.") }
+                guard (0...65_535).contains(port) else { throw ConfigurationError("http.port in \(source) must be between 0 (any free port) and 65535.") }
                 http.port = port
             }
             if let maxBodyBytes {

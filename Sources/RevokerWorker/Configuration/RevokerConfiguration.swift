@@ -194,8 +194,8 @@ extension RevokerConfiguration {
         configuration.http = try document.http?.settings(source: source ?? "the configuration file") ?? .init()
         if let host = environment[Variable.httpHost], !host.isEmpty { configuration.http.host = host }
         if let text = environment[Variable.httpPort], !text.isEmpty {
-            guard let port = Int(text), (1...65_535).contains(port) else {
-                throw ConfigurationError("\(Variable.httpPort) must be a port number between 1 and 65535.")
+            guard let port = Int(text), (0...65_535).contains(port) else {
+                throw ConfigurationError("\(Variable.httpPort) must be a port number between 0 (any free port) and 65535.")
             }
             configuration.http.port = port
         }

@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import RevokerStore
+import RevokerWorker
+
+struct PruneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Retention: delete final requests that finished more than --older-than-days ago; the audit trail is kept.",
+        discussion: """
+            Only succeeded, failed and cancelled requests are deleted, never pending or running ones. Their \
+            credentials were already erased when they finished; their audit events stay, append-only, so \
+            `revoker audit` still answers for them. Run it from cron or a timer, e.g. daily.
+
+            Example:
+              revoker prune --older-than-days 90
+            """
+    )
+
+    @OptionGroup var options: ConfigurationOptions
+
+    @Option(name: .customLong("older-than-days"), help: ArgumentHelp("Delete requests that finished more than this many days ago (1-36500).", valueName: "days"))
+    var olderThanDays: Int
+
+    @Flag(help: #"Print {"pruned": N, "finished_before": "…"} for scripts."#)
+    var json = false
+
+    func validate() throws {
+        guard (1...36_500).contains(olderThanDays) else { throw ValidationError("--older-than-days must be between 1 and 36500.") }
+    }
+
+    func run() async throws {
+        let configuration = try loadConfiguration(options, needs: .database)
+        let logger = CommandLogging.logger(label: "revoker.prune", level: options.logLevel)
+        let cutoff = Date(timeIntervalSinceNow: -Double(olderThanDays) * 86_400)
+        let pruned = try await withDatabase(configuration, logger: logger) { client in
+            guard try await Migrator(client: client, logger: logger).isCurrent() else {
+                throw fail("The database schema is not current; run `revoker migrate` first.")
+            }
+            let queue = RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+            do {
+                return try await queue.prune(finishedBefore: cutoff)
+            } catch let error as RevokerStoreError {
+                throw fail("Could not prune: \(error.message).")
+            }
+        }
+        let finishedBefore = cutoff.formatted(.iso8601)
+        if json {
+            print(#"{"pruned": \#(pruned), "finished_before": \#(AuditExport.jsonString(finishedBefore))}"#)
+        } else {
+            print("Pruned \(pruned) final request\(pruned == 1 ? "" : "s") that finished before \(finishedBefore); the audit trail is untouched.")
+        }
+    }
+}
