@@ -5,8 +5,8 @@ import PostgresNIO
 import RevokerTesting
 
 extension Benchmark {
-    /// pgbench on the same server: one single-row `INSERT` per transaction, with 1 client and
-    /// with as many clients as a worker has in flight at 0 ms, `referenceTransactions` each.
+    /// pgbench on the same server: one single-row `INSERT` per transaction, with each of
+    /// `pgbenchClients` clients, `referenceTransactions` each.
     func measurePostgres() async throws -> BenchmarkReport.References {
         var references = BenchmarkReport.References()
         guard let pgbench = Self.pgbench() else {
@@ -18,7 +18,7 @@ extension Benchmark {
             let script = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-bench-\(UUID().uuidString).sql")
             try Data("INSERT INTO commits (value) VALUES (1);\n".utf8).write(to: script)
             defer { try? FileManager.default.removeItem(at: script) }
-            for clients in Set([1, options.concurrency(atLatency: 0)]).sorted() {
+            for clients in options.pgbenchClients {
                 // A transaction count, not -T: pgbench times -T with SIGALRM, which a child of this process may have blocked.
                 let arguments = [
                     "-n", "-f", script.path, "-c", "\(clients)", "-j", "\(min(clients, ProcessInfo.processInfo.activeProcessorCount))",

@@ -7,11 +7,14 @@ public struct BenchmarkOptions: Sendable {
     /// Worker processes per drain (each value is run at every latency).
     public var workerProcesses = [1, 2]
     /// Requests in flight per worker process, by latency; latencies not listed use ``defaultConcurrency``.
-    public var concurrencyByLatency: [Int: Int] = [0: 64, 200: 512]
+    /// More in flight means larger shared statements (docs/benchmarks.md has the comparison).
+    public var concurrencyByLatency: [Int: Int] = [0: 256, 200: 1024]
     /// Requests in flight per worker process at latencies without an entry in ``concurrencyByLatency``.
-    public var defaultConcurrency = 64
+    public var defaultConcurrency = 256
     /// Requests claimed per round trip (worker.batch_size), capped by the concurrency.
-    public var batchSize = 64
+    public var batchSize = 128
+    /// pgbench client counts for the commit-rate reference.
+    public var pgbenchClients = [1, 16]
     /// Concurrent callers on each enqueue path.
     public var enqueueConcurrency = 16
     /// Single requests sent to an idle worker to measure pickup latency.

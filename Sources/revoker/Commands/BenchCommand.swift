@@ -26,7 +26,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Worker process counts, comma-separated.")
     var workers: String?
 
-    @Option(help: "Requests in flight per worker process, as LATENCY:COUNT pairs, comma-separated (default 0:64,200:512).")
+    @Option(help: "Requests in flight per worker process, as LATENCY:COUNT pairs, comma-separated (default 0:256,200:1024).")
     var concurrency: String?
 
     @Option(name: .customLong("batch-size"), help: "Requests claimed per round trip (capped by the concurrency).")
