@@ -22,6 +22,7 @@ public struct Benchmark: Sendable {
     /// Marks the benchmark's own SQL, so that statement counts leave it out.
     static let marker = "/* revoker-bench */"
 
+    /// What this benchmark measures.
     public let options: BenchmarkOptions
     let logger: Logger
     let progress: @Sendable (String) -> Void

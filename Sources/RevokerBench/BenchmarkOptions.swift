@@ -30,6 +30,7 @@ public struct BenchmarkOptions: Sendable {
     /// A drain that has not finished after this many seconds is reported invalid.
     public var drainTimeoutSeconds = 600
 
+    /// The full run's defaults, with the `revoker` binary to start as workers and the server to use.
     public init(binary: String, databaseURL: String) {
         self.binary = binary
         self.databaseURL = databaseURL

@@ -5,9 +5,13 @@ import Foundation
 public struct BenchmarkReport: Codable, Sendable {
     /// The machine and server the figures come from.
     public struct Machine: Codable, Sendable {
+        /// Processors available (`nproc`).
         public var cores: Int
+        /// Physical memory.
         public var memoryMegabytes: Int
+        /// From `/proc/cpuinfo`.
         public var cpuModel: String
+        /// `server_version`.
         public var postgresVersion: String
         /// `fsync`, `synchronous_commit`, `shared_preload_libraries` of the server.
         public var postgresSettings: [String: String]
@@ -19,13 +23,16 @@ public struct BenchmarkReport: Codable, Sendable {
         public var pgbenchCommitsPerSecond: [String: Double] = [:]
         /// Validate + revoke pairs against the sandbox with no database, signing each secret.
         public var sandboxAlone: SandboxAlone?
+        /// References that could not be measured, and why.
         public var notes: [String] = []
     }
 
     /// The sandbox driven directly by an ``AppleSignIn/AppleAppClient``: the ceiling that Apple's side allows here.
     public struct SandboxAlone: Codable, Sendable {
+        /// Validate + revoke pairs sent.
         public var pairs: Int
         public var concurrency: Int
+        /// Pairs per second of wall-clock time.
         public var pairsPerSecond: Double
         /// CPU of the benchmark process (client and sandbox together) per 1,000 pairs.
         public var cpuSecondsPer1000: Double
@@ -37,12 +44,14 @@ public struct BenchmarkReport: Codable, Sendable {
         public var path: String
         public var requests: Int
         public var concurrency: Int
+        /// Wall-clock time of the enqueues, and requests per second over it.
         public var seconds: Double
         public var perSecond: Double
     }
 
     /// Milliseconds at the 50th, 95th and 99th percentile, and the largest.
     public struct Percentiles: Codable, Sendable {
+        /// Nearest-rank percentiles and the largest value, in milliseconds, over `samples` values.
         public var p50: Double
         public var p95: Double
         public var p99: Double
@@ -52,15 +61,19 @@ public struct BenchmarkReport: Codable, Sendable {
 
     /// One drain of a backlog.
     public struct Drain: Codable, Sendable {
+        /// The sandbox's added latency per Apple call.
         public var latencyMilliseconds: Int
+        /// `revoker work` processes, each with `concurrencyPerProcess` requests in flight and claims of `batchSize`.
         public var workerProcesses: Int
         public var concurrencyPerProcess: Int
         public var batchSize: Int
+        /// Requests in the backlog.
         public var requests: Int
         /// How fast the backlog was enqueued through the Swift API before the workers started.
         public var enqueue: EnqueueRate
         /// From the first claim to the last request final.
         public var seconds: Double
+        /// Requests revoked per second of `seconds`.
         public var revocationsPerSecond: Double
         /// Enqueue to final (includes the wait in the backlog).
         public var latency: Percentiles
@@ -79,12 +92,14 @@ public struct BenchmarkReport: Codable, Sendable {
         public var transactionsPerRevocation: Double
         /// The most frequent worker statements and their calls per revocation.
         public var topStatements: [Statement]
+        /// Whether every request was revoked and the sandbox saw every grant revoked; if not, why.
         public var valid: Bool
         public var problems: [String]
     }
 
     /// A statement as pg_stat_statements normalised it.
     public struct Statement: Codable, Sendable {
+        /// Calls per revocation, their total execution time, and the normalised text (no values).
         public var callsPerRevocation: Double
         public var totalMilliseconds: Double
         public var query: String
@@ -92,14 +107,17 @@ public struct BenchmarkReport: Codable, Sendable {
 
     /// Enqueue (commit) to the first Apple call, one request at a time on an idle worker.
     public struct Pickup: Codable, Sendable {
+        /// The pickup latencies; `valid` is false (with `problems`) when a request was not revoked in time.
         public var milliseconds: Percentiles
         public var valid: Bool
         public var problems: [String]
     }
 
+    /// When the run started, the machine, and the requests per enqueue path and per drain.
     public var startedAt: Date
     public var machine: Machine
     public var requests: Int
+    /// The machine's own limits, the enqueue rates, the drains and the pickup latency.
     public var references: References
     public var enqueue: [EnqueueRate]
     public var drains: [Drain]

@@ -45,18 +45,32 @@ extension RevocationQueue {
 
     /// Moves the lease's expiry to now + `duration`. Returns false if the lease is stale.
     public func extendLease(_ lease: Lease, by duration: Duration) async throws -> Bool {
+        try await extendLeases([lease], by: duration) == 1
+    }
+
+    /// Moves the expiry of every lease that is still current to now + `duration`, in one
+    /// statement (a worker extends all its in-flight leases at once); returns how many it moved.
+    public func extendLeases(_ leases: [Lease], by duration: Duration) async throws -> Int {
         let ms = Self.milliseconds(duration)
         guard ms > 0 else { throw RevokerStoreError(.invalidArgument, "the lease extension must be positive") }
-        let logger = self.logger
-        return try await self.fenced(lease) { connection in
-            try await connection.run(
+        guard !leases.isEmpty else { return 0 }
+        struct Row: Encodable {
+            enum CodingKeys: String, CodingKey { case id, fencingToken = "fencing_token" }
+            var id: UUID
+            var fencingToken: Int64
+        }
+        let input = String(decoding: try JSONEncoder().encode(leases.map { Row(id: $0.requestID, fencingToken: $0.fencingToken) }), as: UTF8.self)
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query(
                 """
-                UPDATE revoker.revocation_requests
+                UPDATE revoker.revocation_requests r
                 SET lease_expires_at = now() + make_interval(secs => \(ms)::float8 / 1000.0), updated_at = now()
-                WHERE id = \(lease.requestID)
+                FROM jsonb_to_recordset(\(input)::jsonb) AS i(id uuid, fencing_token int8)
+                WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
+                RETURNING r.id
                 """,
-                logger: logger
-            )
+                logger: self.logger
+            ).collect().count
         }
     }
 

@@ -205,6 +205,7 @@ struct QueueTests {
             #expect(claimed.count == 200)
             let first = claimed[0].lease
             let stale = Lease(requestID: first.requestID, fencingToken: first.fencingToken - 1, owner: "w", expiresAt: first.expiresAt)
+            #expect(try await queue.extendLeases(claimed.map(\.lease) + [stale], by: .seconds(120)) == 200, "every current lease, not the stale one")
             // Concurrent finishes share statements; each must still apply to its own row only, and a stale one to none.
             let applied = try await withThrowingTaskGroup(of: (UUID?, Bool).self) { group in
                 group.addTask { (nil, try await queue.finish(stale, state: .succeeded, outcome: .revoked)) }
