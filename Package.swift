@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "AppleSignInSandbox", targets: ["AppleSignInSandbox"]),
         .library(name: "RevokerStore", targets: ["RevokerStore"]),
         .library(name: "RevokerHTTP", targets: ["RevokerHTTP"]),
+        .library(name: "RevokerBench", targets: ["RevokerBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -115,12 +116,34 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "RevokerBench",
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                "RevokerHTTP",
+                "RevokerStore",
+                "RevokerTesting",
+                "RevokerWorker",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "revoker",
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
                 "RevokerStore",
+                "RevokerBench",
                 "RevokerHTTP",
                 "RevokerTesting",
                 "RevokerWorker",
@@ -206,6 +229,11 @@ let package = Package(
         .testTarget(
             name: "RevokerStoreTests",
             dependencies: ["RevokerStore", "RevokerTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevokerBenchTests",
+            dependencies: ["RevokerBench", "RevokerTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

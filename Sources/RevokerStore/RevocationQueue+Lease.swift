@@ -26,34 +26,61 @@ extension RevocationQueue {
                 return true
             }
         }
-        if !applied {
-            logger.debug("Fenced operation refused: the lease is stale", metadata: ["revoker.fencing_token": "\(lease.fencingToken)"])
-        }
+        logFenced(lease, applied: applied)
         return applied
+    }
+
+    /// Logs (debug) a fenced operation's result: `message` when it applied, the refusal when the lease was stale.
+    func logFenced(_ lease: Lease, applied: Bool, _ message: Logger.Message? = nil, metadata: Logger.Metadata = [:]) {
+        guard logger.logLevel <= .debug else { return }
+        var metadata = metadata
+        metadata["revoker.request.id"] = "\(lease.requestID)"
+        if applied {
+            if let message { logger.debug(message, metadata: metadata) }
+        } else {
+            metadata["revoker.fencing_token"] = "\(lease.fencingToken)"
+            logger.debug("Fenced operation refused: the lease is stale", metadata: metadata)
+        }
     }
 
     /// Moves the lease's expiry to now + `duration`. Returns false if the lease is stale.
     public func extendLease(_ lease: Lease, by duration: Duration) async throws -> Bool {
+        try await extendLeases([lease], by: duration) == 1
+    }
+
+    /// Moves the expiry of every lease that is still current to now + `duration`, in one
+    /// statement (a worker extends all its in-flight leases at once); returns how many it moved.
+    public func extendLeases(_ leases: [Lease], by duration: Duration) async throws -> Int {
         let ms = Self.milliseconds(duration)
         guard ms > 0 else { throw RevokerStoreError(.invalidArgument, "the lease extension must be positive") }
-        let logger = self.logger
-        return try await self.fenced(lease) { connection in
-            try await connection.run(
+        guard !leases.isEmpty else { return 0 }
+        struct Row: Encodable {
+            enum CodingKeys: String, CodingKey { case id, fencingToken = "fencing_token" }
+            var id: UUID
+            var fencingToken: Int64
+        }
+        let input = String(decoding: try JSONEncoder().encode(leases.map { Row(id: $0.requestID, fencingToken: $0.fencingToken) }), as: UTF8.self)
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query(
                 """
-                UPDATE revoker.revocation_requests
+                UPDATE revoker.revocation_requests r
                 SET lease_expires_at = now() + make_interval(secs => \(ms)::float8 / 1000.0), updated_at = now()
-                WHERE id = \(lease.requestID)
+                FROM jsonb_to_recordset(\(input)::jsonb) AS i(id uuid, fencing_token int8)
+                WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
+                RETURNING r.id
                 """,
-                logger: logger
-            )
+                logger: self.logger
+            ).collect().count
         }
     }
 
     /// Finishes a request as `succeeded` or `failed` with `outcome`, erasing its credential
     /// (except for ``RevocationOutcome/clientMisconfigured``, which keeps the sealed value for
     /// ``requeueConfigurationFailures(clientID:actor:)``). Writes `events`, then a
-    /// `succeeded`/`failed` event and `credential_erased`, in the same transaction.
+    /// `succeeded`/`failed` event and `credential_erased`, in the same statement.
     /// Returns false if the lease is stale.
+    ///
+    /// Concurrent calls share one statement (and one commit): see `GroupCommit`.
     public func finish(
         _ lease: Lease, state: RevocationState, outcome: RevocationOutcome, error: RevocationError? = nil,
         events: [AuditEvent] = []
@@ -62,41 +89,15 @@ extension RevocationQueue {
             throw RevokerStoreError(.invalidArgument, "outcome \(outcome) does not belong to state \(state)")
         }
         let keep = outcome == .clientMisconfigured
-        let logger = self.logger
-        let applied = try await self.fenced(lease) { connection in
-            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
-            try await connection.run(
-                """
-                UPDATE revoker.revocation_requests
-                SET state = \(state.rawValue), outcome = \(outcome.rawValue), finished_at = now(), updated_at = now(),
-                    lease_owner = NULL, lease_expires_at = NULL,
-                    last_error_code = \(error.map { String($0.code.prefix(100)) }),
-                    last_error_description = \(error?.description.map { String($0.prefix(500)) }),
-                    sealed_credential = CASE WHEN \(keep) THEN sealed_credential END,
-                    credential_key_id = CASE WHEN \(keep) THEN credential_key_id END
-                WHERE id = \(lease.requestID)
-                """,
-                logger: logger
-            )
-            var closing = [AuditEvent(state == .succeeded ? .succeeded : .failed, detail: "outcome=\(outcome.rawValue)")]
-            if keep {
-                try await connection.run(
-                    "DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger
-                )
-            } else {
-                try await connection.run(
-                    "DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger
-                )
-                closing.append(AuditEvent(.credentialErased))
-            }
-            try await Self.insertEvents(closing, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
-        }
-        if applied {
-            logger.debug(
-                "Finished revocation request",
-                metadata: ["revoker.request.id": "\(lease.requestID)", "revoker.outcome": "\(outcome.rawValue)"]
-            )
-        }
+        var closing = events + [AuditEvent(state == .succeeded ? .succeeded : .failed, detail: "outcome=\(outcome.rawValue)")]
+        if !keep { closing.append(AuditEvent(.credentialErased)) }
+        let row = FinishRow(
+            id: lease.requestID, fencingToken: lease.fencingToken, owner: lease.owner, state: state.rawValue, outcome: outcome.rawValue,
+            keep: keep, errorCode: error.map { String($0.code.prefix(100)) }, errorDescription: error?.description.map { String($0.prefix(500)) },
+            events: closing.map(EventRow.init)
+        )
+        let applied = try await finishes.submit(row) { rows in try await self.finishAll(rows) }
+        logFenced(lease, applied: applied, "Finished revocation request", metadata: ["revoker.outcome": "\(outcome.rawValue)"])
         return applied
     }
 
@@ -152,25 +153,19 @@ extension RevocationQueue {
 
     /// Replaces the stored credential (after a code exchange, the refresh token), sealed, and
     /// changes the kind accordingly, before the worker revokes. Returns false if the lease is stale.
+    /// Concurrent calls share one statement.
     public func replaceCredential(_ lease: Lease, with credential: Credential, events: [AuditEvent] = []) async throws -> Bool {
         guard !credential.secret.isEmpty, credential.secret.utf8.count <= 8192 else {
             throw RevokerStoreError(.invalidArgument, "the credential must be 1-8192 bytes")
         }
         let sealed = try self.sealer.seal(credential, requestID: lease.requestID)
-        let logger = self.logger
-        return try await self.fenced(lease) { connection in
-            try await connection.run(
-                """
-                UPDATE revoker.revocation_requests
-                SET credential_kind = \(credential.kind.rawValue), sealed_credential = \(ByteBuffer(bytes: sealed.bytes)),
-                    credential_key_id = \(sealed.keyID), updated_at = now()
-                WHERE id = \(lease.requestID)
-                """,
-                logger: logger
-            )
-            try await connection.run("DELETE FROM revoker.credential_intake WHERE request_id = \(lease.requestID)", logger: logger)
-            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
-        }
+        let row = ReplaceRow(
+            id: lease.requestID, fencingToken: lease.fencingToken, owner: lease.owner, kind: credential.kind.rawValue,
+            sealed: Data(sealed.bytes).base64EncodedString(), keyID: sealed.keyID, events: events.map(EventRow.init)
+        )
+        let applied = try await replacements.submit(row) { rows in try await self.replaceAll(rows) }
+        logFenced(lease, applied: applied, "Replaced the stored credential")
+        return applied
     }
 
     /// Appends audit events for pipeline steps. Returns false (writing nothing) if the lease is stale.

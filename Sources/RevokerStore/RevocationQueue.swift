@@ -14,6 +14,9 @@ public struct RevocationQueue: Sendable {
     let client: PostgresClient
     let sealer: CredentialSealer
     let logger: Logger
+    /// Concurrent finishes and credential replacements share statements (copies of the queue share these).
+    let finishes = GroupCommit<FinishRow>()
+    let replacements = GroupCommit<ReplaceRow>()
 
     /// Creates a queue on a running `PostgresClient`.
     public init(client: PostgresClient, sealer: CredentialSealer, logger: Logger) {

@@ -14,11 +14,12 @@ public final class RevokerProcess: @unchecked Sendable {
 
     private let handle: Handle
 
-    /// Starts `revoker arguments…` with exactly `environment` (plus PATH), and `stdin` piped in when given.
-    public init(_ arguments: [String], environment: [String: String], stdin: Data? = nil) throws {
+    /// Starts `revoker arguments…` (``binary`` unless another is given) with exactly `environment`
+    /// (plus PATH), and `stdin` piped in when given.
+    public init(_ arguments: [String], environment: [String: String], stdin: Data? = nil, binary: String = RevokerProcess.binary) throws {
         var env = environment
         env["PATH"] = ProcessInfo.processInfo.environment["PATH"]
-        handle = try Handle(executable: Self.binary, arguments: arguments, environment: env, stdin: stdin)
+        handle = try Handle(executable: binary, arguments: arguments, environment: env, stdin: stdin)
     }
 
     /// Runs to completion and returns the exit status with what it printed.

@@ -18,23 +18,8 @@ public struct RunningSandbox: Sendable {
         _ body: (RunningSandbox) async throws -> T
     ) async throws -> T {
         let sandbox = try await AppleSandbox(configuration: configuration)
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let application = sandbox.application(
-            port: 0,
-            logger: Logger(label: "revoker.sandbox", factory: { _ in SwiftLogNoOpLogHandler() }),
-            onServerRunning: { continuation.yield($0) }
-        )
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { continuation.finish() }
-                try await application.run()
-            }
-            defer { group.cancelAll() }
-            var iterator = ports.makeAsyncIterator()
-            guard let port = await iterator.next() else {
-                try await group.waitForAll()
-                throw CancellationError()
-            }
+        let logger = Logger(label: "revoker.sandbox", factory: { _ in SwiftLogNoOpLogHandler() })
+        return try await withServingApplication({ sandbox.application(port: 0, logger: logger, onServerRunning: $0) }) { port in
             let baseURL = "http://127.0.0.1:\(port)"
             return try await body(RunningSandbox(baseURL: baseURL, admin: AppleSandboxAdmin(baseURL: baseURL)))
         }

@@ -196,6 +196,49 @@ struct QueueTests {
         }
     }
 
+    @Test func concurrentFinishesEachApplyOnceWithTheirEventsInOrder() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await db.client.query(
+                "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 200) g"
+            ).collect()
+            let claimed = try await queue.claim(batch: 200, lease: .seconds(60), owner: "w")
+            #expect(claimed.count == 200)
+            let first = claimed[0].lease
+            let stale = Lease(requestID: first.requestID, fencingToken: first.fencingToken - 1, owner: "w", expiresAt: first.expiresAt)
+            #expect(try await queue.extendLeases(claimed.map(\.lease) + [stale], by: .seconds(120)) == 200, "every current lease, not the stale one")
+            // Concurrent finishes share statements; each must still apply to its own row only, and a stale one to none.
+            let applied = try await withThrowingTaskGroup(of: (UUID?, Bool).self) { group in
+                group.addTask { (nil, try await queue.finish(stale, state: .succeeded, outcome: .revoked)) }
+                for (index, item) in claimed.enumerated() {
+                    group.addTask {
+                        let outcome: RevocationOutcome = index % 2 == 0 ? .revoked : .alreadyInvalid
+                        let events = [AuditEvent(.note, detail: "step \(index)")]
+                        return (item.request.id, try await queue.finish(item.lease, state: .succeeded, outcome: outcome, events: events))
+                    }
+                }
+                var applied: [(UUID?, Bool)] = []
+                for try await result in group { applied.append(result) }
+                return applied
+            }
+            #expect(applied.filter { $0.0 == nil }.map(\.1) == [false])
+            #expect(applied.filter { $0.0 != nil && $0.1 }.count == 200)
+            let rows = try await db.client.query(
+                """
+                SELECT count(*) FILTER (WHERE outcome = 'revoked')::int, count(*) FILTER (WHERE outcome = 'already_invalid')::int
+                FROM revoker.revocation_requests WHERE state = 'succeeded' AND sealed_credential IS NULL AND lease_owner IS NULL
+                """
+            ).collect()
+            let outcomes = try rows.first?.decode((Int, Int).self)
+            #expect(outcomes?.0 == 100 && outcomes?.1 == 100)
+            for index in [0, 1, 199] {
+                let audit = try await AuditLog(client: db.client, logger: Logger(label: "t")).query(AuditQuery(requestID: claimed[index].request.id))
+                #expect(audit.records.suffix(3).map(\.event) == ["note", "succeeded", "credential_erased"])
+                #expect(audit.records.suffix(3).first?.detail == "step \(index)")
+                #expect(audit.records.suffix(3).allSatisfy { $0.actor == "w" && $0.attempt == 1 })
+            }
+        }
+    }
+
     @Test func finishErasesCredentialAndNeverLeaksIt() async throws {
         let storage = CapturingLogHandler.Storage()
         let logger = CapturingLogHandler.logger(storage: storage)

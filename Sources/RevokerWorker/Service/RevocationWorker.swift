@@ -150,8 +150,9 @@ public struct RevocationWorker: Service {
                 try await queue.withWakeUps { wakeUps in
                     signal.yield()
                     for try await _ in wakeUps {
-                        _ = try? await queue.sealIntake()
+                        // Claim first (the claim seals what it takes): sealing the rest must not delay pickup.
                         signal.yield()
+                        if (try? await queue.sealIntake()) ?? 0 > 0 { signal.yield() }
                     }
                 }
             } catch {
@@ -161,11 +162,11 @@ public struct RevocationWorker: Service {
         }
     }
 
+    /// Extends every in-flight lease, in one statement.
     private func extendLeases() async {
-        for lease in state.leases {
-            let (queue, duration) = (queue, settings.lease)
-            _ = try? await withDeadline(settings.databaseTimeout) { try await queue.extendLease(lease, by: duration) }
-        }
+        let (queue, duration, leases) = (queue, settings.lease, state.leases)
+        guard !leases.isEmpty else { return }
+        _ = try? await withDeadline(settings.databaseTimeout) { try await queue.extendLeases(leases, by: duration) }
     }
 
     /// Puts requests of workers that stopped answering back in the queue; returns how many.

@@ -1,0 +1,147 @@
+import AppleSignIn
+import AppleSignInSandbox
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerStore
+import RevokerTesting
+import RevokerWorker
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Measures Revoker end to end on this machine: enqueue rates of the Swift, SQL and HTTP paths;
+/// drains of a backlog by 1 and 2 real `revoker work` processes against the in-process Apple
+/// sandbox at each latency; pickup latency on an idle worker; and the machine's own limits
+/// (pgbench's commit rate, the sandbox alone) to read the figures against.
+///
+/// Each scenario runs in a fresh database and a fresh sandbox. A drain is valid only when every
+/// request ended `succeeded`/`revoked` and the sandbox saw every grant revoked.
+public struct Benchmark: Sendable {
+    static let apps = ["com.example.bench.notes", "com.example.bench.photos"]
+    /// Marks the benchmark's own SQL, so that statement counts leave it out.
+    static let marker = "/* revoker-bench */"
+
+    /// What this benchmark measures.
+    public let options: BenchmarkOptions
+    let logger: Logger
+    let progress: @Sendable (String) -> Void
+
+    /// - Parameter progress: receives a line per step (to standard error in `revoker bench`).
+    public init(options: BenchmarkOptions, logger: Logger = Logger(label: "revoker.bench", factory: { _ in SwiftLogNoOpLogHandler() }), progress: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.options = options
+        self.logger = logger
+        self.progress = progress
+    }
+
+    /// Runs every scenario the options name and returns the figures.
+    public func run() async throws -> BenchmarkReport {
+        let startedAt = Date()
+        let machine = try await describeMachine()
+        var references = BenchmarkReport.References()
+        if options.measureReferences {
+            progress("reference: pgbench single-row commits")
+            references = try await measurePostgres()
+            progress("reference: the sandbox alone")
+            references.sandboxAlone = try await measureSandboxAlone()
+        }
+        progress("enqueue: \(options.requests) requests through each of the Swift API, the SQL function and the HTTP API")
+        let enqueue = try await measureEnqueue()
+        var drains: [BenchmarkReport.Drain] = []
+        for latency in options.latenciesMilliseconds {
+            for processes in options.workerProcesses {
+                progress("drain: \(options.requests) requests, Apple latency \(latency) ms, \(processes) worker process(es), concurrency \(options.concurrency(atLatency: latency)) each")
+                let drain = try await measureDrain(latency: latency, processes: processes)
+                progress("  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s\(drain.valid ? "" : " INVALID: \(drain.problems.joined(separator: "; "))")")
+                drains.append(drain)
+            }
+        }
+        var pickup: BenchmarkReport.Pickup?
+        if options.pickupSamples > 0 {
+            progress("pickup: \(options.pickupSamples) single requests on an idle worker")
+            pickup = try await measurePickup()
+        }
+        return BenchmarkReport(
+            startedAt: startedAt, machine: machine, requests: options.requests, references: references, enqueue: enqueue, drains: drains,
+            pickup: pickup
+        )
+    }
+
+    // MARK: Scenario plumbing
+
+    /// A fresh database (migrated) and a fresh sandbox with the two apps registered and their configuration files.
+    struct Stage: Sendable {
+        var database: TestDatabase
+        var sandbox: RunningSandbox
+        var files: TestConfiguration
+        var configuration: RevokerConfiguration
+
+        var environment: [String: String] { files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL) }
+    }
+
+    func withStage<T: Sendable>(latency: Int = 0, worker: [String: any Sendable] = [:], _ body: (Stage) async throws -> T) async throws -> T {
+        try await TestDatabase.withTestDatabase(on: options.databaseURL) { database in
+            _ = try await Migrator(client: database.client, logger: logger).migrate()
+            return try await RunningSandbox.with(configuration: .init(faults: SandboxFaults(latencyMilliseconds: latency))) { sandbox in
+                let files = try TestConfiguration(clientIDs: Self.apps, worker: worker)
+                defer { try? FileManager.default.removeItem(at: files.directory) }
+                try await files.register(with: sandbox)
+                let configuration = try RevokerConfiguration.load(
+                    file: files.configFile, environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                )
+                return try await body(Stage(database: database, sandbox: sandbox, files: files, configuration: configuration))
+            }
+        }
+    }
+
+    /// Runs `body` with a client of its own on the stage's database, closed afterwards, so that
+    /// its server backends end and their statistics are flushed.
+    func withOwnClient<T: Sendable>(_ database: TestDatabase, _ body: (PostgresClient) async throws -> T) async throws -> T {
+        let client = database.makeClient()
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
+    }
+
+    /// `revoker work` processes on the stage; stopped (SIGTERM, then SIGKILL) when `body` returns.
+    func withWorkers<T: Sendable>(_ count: Int, stage: Stage, _ body: ([RevokerProcess]) async throws -> T) async throws -> T {
+        let workers = try (0..<count).map { _ in
+            try RevokerProcess(["work", "--log-level", "error"], environment: stage.environment, binary: options.binary)
+        }
+        do {
+            let result = try await body(workers)
+            await stop(workers)
+            return result
+        } catch {
+            await stop(workers)
+            throw error
+        }
+    }
+
+    private func stop(_ workers: [RevokerProcess]) async {
+        for worker in workers { worker.signal(SIGTERM) }
+        for worker in workers { _ = try? await worker.wait(timeout: .seconds(30)) }
+    }
+
+    // MARK: Machine
+
+    func describeMachine() async throws -> BenchmarkReport.Machine {
+        let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":", maxSplits: 1).last?
+            .trimmingCharacters(in: .whitespaces) ?? "unknown"
+        return try await TestDatabase.withTestDatabase(on: options.databaseURL) { database in
+            var settings: [String: String] = [:]
+            for name in ["server_version", "fsync", "synchronous_commit", "shared_preload_libraries", "max_connections"] {
+                let rows = try await database.client.query(PostgresQuery(unsafeSQL: "\(Self.marker) SHOW \(name)"), logger: logger).collect()
+                settings[name] = try rows.first?.decode(String.self) ?? ""
+            }
+            let version = settings.removeValue(forKey: "server_version") ?? ""
+            return .init(
+                cores: ProcessInfo.processInfo.activeProcessorCount, memoryMegabytes: Int(ProcessInfo.processInfo.physicalMemory / 1_048_576),
+                cpuModel: model, postgresVersion: version, postgresSettings: settings
+            )
+        }
+    }
+}

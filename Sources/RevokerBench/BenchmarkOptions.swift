@@ -1,0 +1,57 @@
+/// What one benchmark run measures, and how hard.
+public struct BenchmarkOptions: Sendable {
+    /// Requests enqueued per enqueue path and drained per scenario.
+    public var requests = 10_000
+    /// The sandbox's added latency per `/auth` call, in milliseconds; one drain series per value.
+    public var latenciesMilliseconds = [0, 200]
+    /// Worker processes per drain (each value is run at every latency).
+    public var workerProcesses = [1, 2]
+    /// Requests in flight per worker process, by latency; latencies not listed use ``defaultConcurrency``.
+    /// More in flight means larger shared statements (docs/benchmarks.md has the comparison).
+    public var concurrencyByLatency: [Int: Int] = [0: 256, 200: 1024]
+    /// Requests in flight per worker process at latencies without an entry in ``concurrencyByLatency``.
+    public var defaultConcurrency = 256
+    /// Requests claimed per round trip (worker.batch_size), capped by the concurrency.
+    public var batchSize = 128
+    /// pgbench client counts for the commit-rate reference.
+    public var pgbenchClients = [1, 16]
+    /// Concurrent callers on each enqueue path.
+    public var enqueueConcurrency = 16
+    /// Single requests sent to an idle worker to measure pickup latency.
+    public var pickupSamples = 200
+    /// Whether to measure pgbench's commit rate and the sandbox alone.
+    public var measureReferences = true
+    /// Transactions of each pgbench reference run (split among its clients).
+    public var referenceTransactions = 40_000
+    /// The `revoker` binary started as worker processes.
+    public var binary: String
+    /// The PostgreSQL server (`postgres://…`); each scenario gets a database of its own on it.
+    public var databaseURL: String
+    /// A drain that has not finished after this many seconds is reported invalid.
+    public var drainTimeoutSeconds = 600
+
+    /// The full run's defaults, with the `revoker` binary to start as workers and the server to use.
+    public init(binary: String, databaseURL: String) {
+        self.binary = binary
+        self.databaseURL = databaseURL
+    }
+
+    /// A quick correctness run (CI): few requests, no latency, 1 and 2 workers, no references.
+    public static func smoke(binary: String, databaseURL: String) -> BenchmarkOptions {
+        var options = BenchmarkOptions(binary: binary, databaseURL: databaseURL)
+        options.requests = 60
+        options.latenciesMilliseconds = [0]
+        options.concurrencyByLatency = [0: 8]
+        options.batchSize = 8
+        options.enqueueConcurrency = 4
+        options.pickupSamples = 5
+        options.measureReferences = false
+        options.drainTimeoutSeconds = 120
+        return options
+    }
+
+    /// Requests in flight per worker process at `latency`.
+    public func concurrency(atLatency latency: Int) -> Int {
+        concurrencyByLatency[latency] ?? defaultConcurrency
+    }
+}

@@ -1,0 +1,25 @@
+import Hummingbird
+
+/// Runs the application `make` builds (given the callback that receives the bound port) for the
+/// duration of `body`, which gets the port; the application stops afterwards. Build it on port 0
+/// for any free one.
+public func withServingApplication<App: ApplicationProtocol, T: Sendable>(
+    _ make: (@escaping @Sendable (Int) async -> Void) -> App,
+    _ body: (Int) async throws -> T
+) async throws -> T {
+    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let application = make { continuation.yield($0) }
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+            defer { continuation.finish() }
+            try await application.run()
+        }
+        defer { group.cancelAll() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            try await group.waitForAll()
+            throw CancellationError()
+        }
+        return try await body(port)
+    }
+}

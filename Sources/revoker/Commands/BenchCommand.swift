@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import RevokerBench
+
+struct BenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure throughput, latency, memory and database cost per revocation against the Apple sandbox.",
+        discussion: """
+            Needs DATABASE_URL (a server it may create databases on; with pg_stat_statements in \
+            shared_preload_libraries it also counts statements). `scripts/bench` builds in release \
+            mode, starts a throw-away PostgreSQL so configured, and runs this. Worker processes are \
+            this binary running `work`. Exit code 1 when a result fails its own check.
+
+            Example:
+              revoker bench --requests 10000 --json bench.json
+            """
+    )
+
+    @Option(help: "Requests per enqueue path and per drain.")
+    var requests: Int?
+
+    @Option(help: "The sandbox's added latency per Apple call, in ms, comma-separated.")
+    var latencies: String?
+
+    @Option(help: "Worker process counts, comma-separated.")
+    var workers: String?
+
+    @Option(help: "Requests in flight per worker process, as LATENCY:COUNT pairs, comma-separated (default 0:256,200:1024).")
+    var concurrency: String?
+
+    @Option(name: .customLong("batch-size"), help: "Requests claimed per round trip (capped by the concurrency).")
+    var batchSize: Int?
+
+    @Option(name: .customLong("pickup-samples"), help: "Single requests timed on an idle worker.")
+    var pickupSamples: Int?
+
+    @Flag(name: .customLong("no-references"), help: "Skip pgbench and the sandbox-alone reference.")
+    var noReferences = false
+
+    @Flag(help: "A quick correctness run (CI): 60 requests, 0 ms, 1 and 2 workers, no references.")
+    var smoke = false
+
+    @Option(help: ArgumentHelp("Write the results as JSON to this file.", valueName: "file"))
+    var json: String?
+
+    func run() async throws {
+        guard let databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"], !databaseURL.isEmpty else {
+            throw fail("The benchmark needs DATABASE_URL; `scripts/bench` starts a throw-away PostgreSQL and runs it.")
+        }
+        let binary = Bundle.main.executablePath ?? CommandLine.arguments[0]
+        var options = smoke ? BenchmarkOptions.smoke(binary: binary, databaseURL: databaseURL) : BenchmarkOptions(binary: binary, databaseURL: databaseURL)
+        if let requests { options.requests = requests }
+        if let latencies { options.latenciesMilliseconds = try Self.integers(latencies, "--latencies") }
+        if let workers { options.workerProcesses = try Self.integers(workers, "--workers") }
+        if let concurrency {
+            for pair in concurrency.split(separator: ",") {
+                let parts = try Self.integers(pair.replacingOccurrences(of: ":", with: ","), "--concurrency")
+                guard parts.count == 2, (1...1024).contains(parts[1]) else { throw ValidationError("--concurrency takes LATENCY:COUNT pairs, COUNT 1-1024.") }
+                options.concurrencyByLatency[parts[0]] = parts[1]
+            }
+        }
+        if let batchSize { options.batchSize = batchSize }
+        if let pickupSamples { options.pickupSamples = pickupSamples }
+        if noReferences { options.measureReferences = false }
+        guard (1...1_000_000).contains(options.requests) else { throw ValidationError("--requests must be between 1 and 1000000.") }
+
+        let benchmark = Benchmark(options: options) { line in
+            FileHandle.standardError.write(Data("bench: \(line)\n".utf8))
+        }
+        let report = try await benchmark.run()
+        if let json { try report.json().write(to: URL(fileURLWithPath: json)) }
+        print(report.table())
+        if !report.valid { throw Exit.someFailed }
+    }
+
+    static func integers(_ text: String, _ option: String) throws -> [Int] {
+        let values = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !values.isEmpty, values.allSatisfy({ $0 != nil && $0! >= 0 }) else {
+            throw ValidationError("\(option) takes comma-separated non-negative integers.")
+        }
+        return values.map { $0! }
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+import RevokerBench
+import RevokerTesting
+import Testing
+
+/// The benchmark's small-N run: correctness only. Speed is reported by `scripts/bench`, never asserted.
+@Suite("revoker bench --smoke")
+struct BenchmarkSmokeTests {
+    @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkers() async throws {
+        let options = BenchmarkOptions.smoke(binary: RevokerProcess.binary, databaseURL: try TestDatabase.baseURL())
+        let report = try await Benchmark(options: options).run()
+
+        #expect(report.valid, "\(report.table())")
+        #expect(report.drains.map(\.workerProcesses) == [1, 2])
+        for drain in report.drains {
+            #expect(drain.problems.isEmpty, "\(drain.problems)")
+            #expect(drain.requests == options.requests)
+        }
+        #expect(report.enqueue.map(\.path) == ["swift", "sql", "http"])
+        #expect(report.enqueue.allSatisfy { $0.requests == options.requests })
+        #expect(report.pickup?.milliseconds.samples == options.pickupSamples)
+        // The JSON written for people and CI decodes back and holds the same verdict.
+        let decoded = try JSONSerialization.jsonObject(with: report.json()) as? [String: Any]
+        #expect((decoded?["drains"] as? [Any])?.count == 2)
+    }
+}
