@@ -91,6 +91,15 @@ extension RevocationQueue {
         return rows.map { applied.contains($0.id) }
     }
 
+    /// Locks the current rows of `input` in id order. Every statement that updates many requests
+    /// at once takes its locks this way, so two of them over overlapping rows (a worker extending
+    /// its leases while some of its requests finish) wait for each other instead of deadlocking.
+    static let lockInIDOrder = """
+        SELECT r.id FROM revoker.revocation_requests r JOIN input i ON r.id = i.id
+        WHERE r.state = 'running' AND r.fencing_token = i.fencing_token
+        ORDER BY r.id FOR UPDATE OF r
+        """
+
     /// One statement for many fenced changes: `set` (over `r`, the request, and `i`, its input row
     /// with `columns` besides id, fencing_token, owner and events) applies to every row still running
     /// under its fencing token; those rows lose their intake credential and get their events, in order.
@@ -102,11 +111,13 @@ extension RevocationQueue {
                 WITH input AS (
                     SELECT * FROM jsonb_to_recordset(\(input)::jsonb)
                         AS t(id uuid, fencing_token int8, owner text, events jsonb, \(unescaped: columns))
+                ), locked AS (
+                    \(unescaped: Self.lockInIDOrder)
                 ), changed AS (
                     UPDATE revoker.revocation_requests r
                     SET \(unescaped: set), updated_at = now()
                     FROM input i
-                    WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
+                    WHERE r.id = i.id AND r.id IN (SELECT id FROM locked) AND r.state = 'running' AND r.fencing_token = i.fencing_token
                     RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, i.owner, i.events
                 ), erased AS (
                     DELETE FROM revoker.credential_intake c USING changed WHERE c.request_id = changed.id

@@ -63,10 +63,15 @@ extension RevocationQueue {
         return try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
+                WITH input AS (
+                    SELECT * FROM jsonb_to_recordset(\(input)::jsonb) AS t(id uuid, fencing_token int8)
+                ), locked AS (
+                    \(unescaped: Self.lockInIDOrder)
+                )
                 UPDATE revoker.revocation_requests r
                 SET lease_expires_at = now() + make_interval(secs => \(ms)::float8 / 1000.0), updated_at = now()
-                FROM jsonb_to_recordset(\(input)::jsonb) AS i(id uuid, fencing_token int8)
-                WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
+                FROM input i
+                WHERE r.id = i.id AND r.id IN (SELECT id FROM locked) AND r.state = 'running' AND r.fencing_token = i.fencing_token
                 RETURNING r.id
                 """,
                 logger: self.logger

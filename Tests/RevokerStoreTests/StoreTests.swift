@@ -239,6 +239,32 @@ struct QueueTests {
         }
     }
 
+    @Test func leaseExtensionsAndFinishesOverTheSameRowsNeverDeadlock() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await db.client.query(
+                "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 300) g"
+            ).collect()
+            let claimed = try await queue.claim(batch: 300, lease: .seconds(60), owner: "w")
+            #expect(claimed.count == 300)
+            // A worker extends all its leases while its requests finish in another order: both lock
+            // many of the same rows, so they must lock them in one order (PostgreSQL would abort one
+            // of them as a deadlock otherwise).
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        for _ in 0..<15 { _ = try await queue.extendLeases(claimed.map(\.lease).shuffled(), by: .seconds(120)) }
+                    }
+                }
+                for item in claimed.shuffled() {
+                    group.addTask { _ = try await queue.finish(item.lease, state: .succeeded, outcome: .revoked) }
+                }
+                try await group.waitForAll()
+            }
+            let rows = try await db.client.query("SELECT count(*)::int FROM revoker.revocation_requests WHERE state = 'succeeded'").collect()
+            #expect(try rows.first?.decode(Int.self) == 300)
+        }
+    }
+
     @Test func finishErasesCredentialAndNeverLeaksIt() async throws {
         let storage = CapturingLogHandler.Storage()
         let logger = CapturingLogHandler.logger(storage: storage)
