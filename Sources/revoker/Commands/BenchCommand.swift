@@ -75,10 +75,11 @@ struct BenchCommand: AsyncParsableCommand {
     }
 
     static func integers(_ text: String, _ option: String) throws -> [Int] {
-        let values = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !values.isEmpty, values.allSatisfy({ $0 != nil && $0! >= 0 }) else {
+        let parts = text.split(separator: ",")
+        let values = parts.compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 >= 0 }
+        guard !values.isEmpty, values.count == parts.count else {
             throw ValidationError("\(option) takes comma-separated non-negative integers.")
         }
-        return values.map { $0! }
+        return values
     }
 }
