@@ -198,10 +198,7 @@ struct QueueTests {
 
     @Test func concurrentFinishesEachApplyOnceWithTheirEventsInOrder() async throws {
         try await Fixtures.withQueue { db, queue in
-            try await db.client.query(
-                "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 200) g"
-            ).collect()
-            let claimed = try await queue.claim(batch: 200, lease: .seconds(60), owner: "w")
+            let claimed = try await Fixtures.enqueueAndClaim(200, db: db, queue: queue)
             #expect(claimed.count == 200)
             let first = claimed[0].lease
             let stale = Lease(requestID: first.requestID, fencingToken: first.fencingToken - 1, owner: "w", expiresAt: first.expiresAt)
@@ -241,10 +238,7 @@ struct QueueTests {
 
     @Test func leaseExtensionsAndFinishesOverTheSameRowsNeverDeadlock() async throws {
         try await Fixtures.withQueue { db, queue in
-            try await db.client.query(
-                "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 300) g"
-            ).collect()
-            let claimed = try await queue.claim(batch: 300, lease: .seconds(60), owner: "w")
+            let claimed = try await Fixtures.enqueueAndClaim(300, db: db, queue: queue)
             #expect(claimed.count == 300)
             // A worker extends all its leases while its requests finish in another order: both lock
             // many of the same rows, so they must lock them in one order (PostgreSQL would abort one
