@@ -99,7 +99,7 @@ public struct WorkerHarness: Sendable {
         var configuration = configuration ?? self.configuration
         if let concurrency { configuration.worker.concurrency = concurrency }
         let settings = configuration.worker
-        let httpClient = AppleClient.makeHTTPClient(connectionsPerHost: max(64, settings.concurrency))
+        let httpClient = AppleClient.makeHTTPClient(concurrency: settings.concurrency)
         defer { _ = httpClient.shutdown { _ in } }
         let client = AppleClient(httpClient: httpClient, configuration: .init(baseURL: sandbox.baseURL, timeout: settings.appleTimeout), logger: logger)
         let apps = try await AppleApps(configuration: configuration, client: client)

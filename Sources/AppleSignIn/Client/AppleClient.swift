@@ -56,13 +56,14 @@ public struct AppleClient: Sendable {
     /// An HTTP client suited to Apple: redirects are not followed (a redirect must never
     /// carry a secret elsewhere) and connections are pooled. The caller shuts it down.
     ///
-    /// `connectionsPerHost` caps concurrent HTTP/1 calls (HTTP/2 multiplexes instead): give it the
-    /// worker's concurrency, or calls queue for a connection (64 at 200 ms is 320 calls/s).
-    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup, connectionsPerHost: Int = 64) -> HTTPClient {
+    /// `concurrency` is how many calls the caller makes at once: HTTP/1 connections per host are
+    /// at least that many (and never fewer than 64), or calls queue for a connection (64 at
+    /// 200 ms is 320 calls/s). HTTP/2 multiplexes instead.
+    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup, concurrency: Int = 0) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(64, concurrency))
         configuration.decompression = .disabled
         return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
     }

@@ -72,7 +72,7 @@ func withDatabase<T: Sendable>(
 
 /// Runs `body` with an HTTP client configured for Apple, shut down afterwards.
 func withAppleClient<T>(_ configuration: RevokerConfiguration, logger: Logger, _ body: (AppleClient) async throws -> T) async throws -> T {
-    let httpClient = AppleClient.makeHTTPClient(connectionsPerHost: max(64, configuration.worker.concurrency))
+    let httpClient = AppleClient.makeHTTPClient(concurrency: configuration.worker.concurrency)
     let client = AppleClient(
         httpClient: httpClient,
         configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.appleTimeout),
