@@ -16,6 +16,9 @@ let package = Package(
         .library(name: "AppleSignInSandbox", targets: ["AppleSignInSandbox"]),
         .library(name: "RevokerStore", targets: ["RevokerStore"]),
         .library(name: "RevokerHTTP", targets: ["RevokerHTTP"]),
+        .library(name: "RevokerWorker", targets: ["RevokerWorker"]),
+        .library(name: "RevokerConfiguration", targets: ["RevokerConfiguration"]),
+        .library(name: "RevokerApp", targets: ["RevokerApp"]),
         .library(name: "RevokerBench", targets: ["RevokerBench"]),
     ],
     dependencies: [
@@ -90,7 +93,7 @@ let package = Package(
             name: "RevokerHTTP",
             dependencies: [
                 "RevokerStore",
-                "RevokerWorker",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -102,15 +105,58 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RevokerConfiguration",
+            dependencies: [
+                "AppleSignIn",
+                "RevokerHTTP",
+                "RevokerStore",
+                "RevokerWorker",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RevokerApp",
+            dependencies: [
+                "AppleSignIn",
+                "RevokerConfiguration",
+                "RevokerHTTP",
+                "RevokerStore",
+                "RevokerWorker",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "RevokerLocalStack",
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                "RevokerStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RevokerTesting",
             dependencies: [
                 "AppleSignIn",
+                "AppleSignInSandbox",
+                "RevokerApp",
+                "RevokerConfiguration",
+                "RevokerLocalStack",
+                "RevokerStore",
                 "RevokerWorker",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                "AppleSignInSandbox",
-                "RevokerStore",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -121,9 +167,11 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "RevokerApp",
+                "RevokerConfiguration",
                 "RevokerHTTP",
+                "RevokerLocalStack",
                 "RevokerStore",
-                "RevokerTesting",
                 "RevokerWorker",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -142,10 +190,12 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
-                "RevokerStore",
+                "RevokerApp",
                 "RevokerBench",
+                "RevokerConfiguration",
                 "RevokerHTTP",
-                "RevokerTesting",
+                "RevokerLocalStack",
+                "RevokerStore",
                 "RevokerWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -166,6 +216,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "RevokerLocalStack",
                 "RevokerTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -182,7 +233,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
-                "RevokerTesting",
+                "RevokerLocalStack",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -196,6 +247,9 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "RevokerApp",
+                "RevokerConfiguration",
+                "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerTesting",
                 "RevokerWorker",
@@ -208,8 +262,12 @@ let package = Package(
         .testTarget(
             name: "RevokerHTTPTests",
             dependencies: [
+                "AppleSignIn",
                 "AppleSignInSandbox",
+                "RevokerApp",
+                "RevokerConfiguration",
                 "RevokerHTTP",
+                "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerTesting",
                 "RevokerWorker",
@@ -228,21 +286,22 @@ let package = Package(
         ),
         .testTarget(
             name: "RevokerStoreTests",
-            dependencies: ["RevokerStore", "RevokerTesting"],
+            dependencies: ["RevokerStore", "RevokerLocalStack", "RevokerTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RevokerBenchTests",
-            dependencies: ["RevokerBench", "RevokerTesting"],
+            dependencies: ["RevokerBench", "RevokerLocalStack", "RevokerTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RevokerCLITests",
             dependencies: [
-                "RevokerTesting",
-                "RevokerStore",
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "RevokerLocalStack",
+                "RevokerStore",
+                "RevokerTesting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],

@@ -2,7 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import PostgresNIO
-import RevokerTesting
+import RevokerLocalStack
 
 extension Benchmark {
     /// pgbench on the same server: one single-row `INSERT` per transaction, with each of
@@ -13,7 +13,7 @@ extension Benchmark {
             references.notes.append("pgbench not found under /usr/lib/postgresql/*/bin: install Debian's postgresql package")
             return references
         }
-        try await TestDatabase.withTestDatabase(on: options.databaseURL) { database in
+        try await ScratchDatabase.withScratchDatabase(on: options.databaseURL) { database in
             try await database.client.query("CREATE TABLE commits (id bigserial PRIMARY KEY, value int NOT NULL)", logger: logger).collect()
             let script = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-bench-\(UUID().uuidString).sql")
             try Data("INSERT INTO commits (value) VALUES (1);\n".utf8).write(to: script)

@@ -2,7 +2,8 @@ import AppleSignInSandbox
 import Foundation
 import PostgresNIO
 import RevokerStore
-import RevokerTesting
+import RevokerLocalStack
+import RevokerConfiguration
 import RevokerWorker
 
 extension Benchmark {
@@ -14,7 +15,7 @@ extension Benchmark {
             var rates: [BenchmarkReport.EnqueueRate] = []
             for path in EnqueuePath.allCases {
                 let grants = Grant.unchecked(options.requests, apps: Self.apps, prefix: "\(path.rawValue)-")
-                let rate = try await withOwnClient(stage.database) { client in
+                let rate = try await withOwnClient(stage) { client in
                     try await path.enqueue(grants, width: options.enqueueConcurrency, client: client, configuration: stage.configuration, logger: logger)
                 }
                 rates.append(rate)
@@ -32,7 +33,7 @@ extension Benchmark {
         let worker: [String: any Sendable] = ["concurrency": concurrency, "batch_size": batch]
         return try await withStage(latency: latency, worker: worker) { stage in
             let grants = try await Grant.mint(options.requests, apps: Self.apps, prefix: "user-", sandbox: stage.sandbox)
-            let enqueue = try await withOwnClient(stage.database) { client in
+            let enqueue = try await withOwnClient(stage) { client in
                 try await EnqueuePath.swift.enqueue(grants, width: options.enqueueConcurrency, client: client, configuration: stage.configuration, logger: logger)
             }
             let counters = try await DatabaseCounters(stage.database, logger: logger)
@@ -44,7 +45,7 @@ extension Benchmark {
                 var cpu = [Double](repeating: 0, count: workers.count)
                 var rss = [Int](repeating: 0, count: workers.count)
                 let deadline = ContinuousClock.now + .seconds(options.drainTimeoutSeconds)
-                let polls = try await withOwnClient(stage.database) { monitor in
+                let polls = try await withOwnClient(stage) { monitor in
                     var polls = 0
                     while true {
                         for (index, worker) in workers.enumerated() {
@@ -135,7 +136,7 @@ extension Benchmark {
 
 /// Statement and transaction counters of one database, read before and after a drain.
 struct DatabaseCounters {
-    let database: TestDatabase
+    let database: ScratchDatabase
     let logger: Logger
     let statementsAvailable: Bool
     let transactionsBefore: Int64
@@ -148,7 +149,7 @@ struct DatabaseCounters {
         var top: [(calls: Int64, milliseconds: Double, query: String)]
     }
 
-    init(_ database: TestDatabase, logger: Logger) async throws {
+    init(_ database: ScratchDatabase, logger: Logger) async throws {
         self.database = database
         self.logger = logger
         let libraries = try await database.client.query("\(unescaped: Benchmark.marker) SHOW shared_preload_libraries", logger: logger).collect()
@@ -164,7 +165,7 @@ struct DatabaseCounters {
         transactionsBefore = try await Self.transactions(database, logger: logger)
     }
 
-    private static func transactions(_ database: TestDatabase, logger: Logger) async throws -> Int64 {
+    private static func transactions(_ database: ScratchDatabase, logger: Logger) async throws -> Int64 {
         let rows = try await database.client.query(
             "\(unescaped: Benchmark.marker) SELECT (xact_commit + xact_rollback)::int8 FROM pg_stat_database WHERE datname = \(database.name)",
             logger: logger
@@ -207,7 +208,7 @@ struct DrainOutcome {
     /// Enqueue to final, per request, in milliseconds.
     var latencies: [Double]
 
-    init(_ database: TestDatabase, logger: Logger) async throws {
+    init(_ database: ScratchDatabase, logger: Logger) async throws {
         let client = database.client
         var byState: [String: Int] = [:]
         for row in try await client.query(

@@ -4,7 +4,9 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerStore
-import RevokerTesting
+import RevokerApp
+import RevokerConfiguration
+import RevokerLocalStack
 import RevokerWorker
 #if canImport(Glibc)
 import Glibc
@@ -71,19 +73,19 @@ public struct Benchmark: Sendable {
 
     /// A fresh database (migrated) and a fresh sandbox with the two apps registered and their configuration files.
     struct Stage: Sendable {
-        var database: TestDatabase
+        var database: ScratchDatabase
         var sandbox: RunningSandbox
-        var files: TestConfiguration
+        var files: LocalConfiguration
         var configuration: RevokerConfiguration
 
         var environment: [String: String] { files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL) }
     }
 
     func withStage<T: Sendable>(latency: Int = 0, worker: [String: any Sendable] = [:], _ body: (Stage) async throws -> T) async throws -> T {
-        try await TestDatabase.withTestDatabase(on: options.databaseURL) { database in
+        try await ScratchDatabase.withScratchDatabase(on: options.databaseURL) { database in
             _ = try await Migrator(client: database.client, logger: logger).migrate()
             return try await RunningSandbox.with(configuration: .init(faults: SandboxFaults(latencyMilliseconds: latency))) { sandbox in
-                let files = try TestConfiguration(clientIDs: Self.apps, worker: worker)
+                let files = try LocalConfiguration(clientIDs: Self.apps, worker: worker)
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 let configuration = try RevokerConfiguration.load(
@@ -96,13 +98,9 @@ public struct Benchmark: Sendable {
 
     /// Runs `body` with a client of its own on the stage's database, closed afterwards, so that
     /// its server backends end and their statistics are flushed.
-    func withOwnClient<T: Sendable>(_ database: TestDatabase, _ body: (PostgresClient) async throws -> T) async throws -> T {
-        let client = database.makeClient()
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body(client)
-        }
+    func withOwnClient<T: Sendable>(_ stage: Stage, _ body: (PostgresClient) async throws -> T) async throws -> T {
+        let app = try await RevokerApp(configuration: stage.configuration, logger: logger)
+        return try await app.withRunning { running in try await body(running.database) }
     }
 
     /// `revoker work` processes on the stage; stopped (SIGTERM, then SIGKILL) when `body` returns.
@@ -131,7 +129,7 @@ public struct Benchmark: Sendable {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
         let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":", maxSplits: 1).last?
             .trimmingCharacters(in: .whitespaces) ?? "unknown"
-        return try await TestDatabase.withTestDatabase(on: options.databaseURL) { database in
+        return try await ScratchDatabase.withScratchDatabase(on: options.databaseURL) { database in
             var settings: [String: String] = [:]
             for name in ["server_version", "fsync", "synchronous_commit", "shared_preload_libraries", "max_connections"] {
                 let rows = try await database.client.query(PostgresQuery(unsafeSQL: "\(Self.marker) SHOW \(name)"), logger: logger).collect()

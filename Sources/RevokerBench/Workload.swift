@@ -8,11 +8,11 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import PostgresNIO
-import Prometheus
 import RevokerHTTP
 import RevokerStore
-import RevokerTesting
-import RevokerWorker
+import RevokerApp
+import RevokerConfiguration
+import RevokerLocalStack
 
 /// One user's grant as the app holds it: what the benchmark enqueues. The secret stays in memory.
 struct Grant: Sendable {
@@ -81,7 +81,7 @@ enum EnqueuePath: String, CaseIterable, Sendable {
                 ).collect()
             }
         case .http:
-            return try await Self.enqueueOverHTTP(grants, width: width, client: client, configuration: configuration, logger: logger)
+            return try await Self.enqueueOverHTTP(grants, width: width, configuration: configuration, logger: logger)
         }
         let elapsed = seconds(ContinuousClock.now - started)
         return .init(path: rawValue, requests: grants.count, concurrency: width, seconds: elapsed, perSecond: Double(grants.count) / elapsed)
@@ -89,18 +89,15 @@ enum EnqueuePath: String, CaseIterable, Sendable {
 
     /// Serves the HTTP API in this process on a free port and posts every grant to `/v1/revocations`.
     private static func enqueueOverHTTP(
-        _ grants: [Grant], width: Int, client: PostgresClient, configuration: RevokerConfiguration, logger: Logger
+        _ grants: [Grant], width: Int, configuration: RevokerConfiguration, logger: Logger
     ) async throws -> BenchmarkReport.EnqueueRate {
         let apiKey = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0).base64EncodedString() }
         var configuration = configuration
         configuration.http.port = 0
         configuration.http.apiKeys = [.init(name: "bench", sha256: Array(SHA256.hash(data: Data(apiKey.utf8))), scopes: [.revocationsWrite])]
-        let registry = PrometheusCollectorRegistry()
-        let api = RevokerAPI(
-            database: client, configuration: configuration, registry: registry,
-            metrics: RevokerMetrics(factory: PrometheusMetricsFactory(registry: registry)), logger: logger
-        )
-        return try await withServingApplication({ api.application(onServerRunning: $0) }) { port in
+        let app = try await RevokerApp(configuration: configuration, parts: .api, logger: logger)
+        return try await app.withRunning { running in
+            let port = running.apiPort ?? 0
             var clientConfiguration = HTTPClient.Configuration()
             clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: width)
             let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)

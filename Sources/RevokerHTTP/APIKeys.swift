@@ -1,7 +1,6 @@
 import Crypto
 import HTTPTypes
 import Hummingbird
-import RevokerWorker
 
 /// The configured bearer keys: who is calling, and may they do this?
 ///
@@ -9,10 +8,10 @@ import RevokerWorker
 /// configured digest in constant time, so neither a match's position nor a shared prefix
 /// shows in the timing.
 struct APIKeys: Sendable {
-    let keys: [RevokerConfiguration.APIKey]
+    let keys: [APIKey]
 
     /// The caller's key name when its key grants `scope` (or `admin`); 401 or 403 otherwise.
-    func authorize(_ request: Request, _ scope: RevokerConfiguration.APIScope) throws -> String {
+    func authorize(_ request: Request, _ scope: APIScope) throws -> String {
         guard let header = request.headers[.authorization] else {
             throw Self.unauthorized("An API key is required: send Authorization: Bearer <key>.")
         }
@@ -21,7 +20,7 @@ struct APIKeys: Sendable {
             throw Self.unauthorized("The Authorization header must be 'Bearer <key>'.")
         }
         let digest = Array(SHA256.hash(data: Array(parts[1].utf8)))
-        var found: RevokerConfiguration.APIKey?
+        var found: APIKey?
         for key in keys where Self.constantTimeEqual(key.sha256, digest) {
             found = key
         }

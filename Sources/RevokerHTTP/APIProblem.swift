@@ -3,7 +3,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import RevokerStore
-import RevokerWorker
 
 /// A refusal of the API, answered as an RFC 9457 problem (`application/problem+json`).
 ///

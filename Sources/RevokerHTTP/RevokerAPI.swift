@@ -6,7 +6,6 @@ import NIOCore
 import PostgresNIO
 import Prometheus
 import RevokerStore
-import RevokerWorker
 
 /// The HTTP API of `revoker serve`: enqueue and inspect revocations, read the audit trail,
 /// health, readiness and metrics. The contract is `openapi.yaml` (served at `/openapi.yaml`);
@@ -16,27 +15,30 @@ public struct RevokerAPI: Sendable {
     let audit: AuditLog
     let database: PostgresClient
     let clientIDs: Set<String>
-    let settings: RevokerConfiguration.HTTP
+    let settings: HTTPSettings
     let defaultMaxAttempts: Int
     let keys: APIKeys
-    let metrics: RevokerMetrics
+    let metrics: APIMetrics
     let registry: PrometheusCollectorRegistry
     let logger: Logger
 
     /// - Parameters:
-    ///   - registry: what `/metrics` exports; `metrics` should record into it.
+    ///   - queue: where enqueued requests go (its sealer seals their credentials).
+    ///   - clientIDs: the apps a request may name.
+    ///   - defaultMaxAttempts: for a request that names none.
+    ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
     public init(
-        database: PostgresClient, configuration: RevokerConfiguration, registry: PrometheusCollectorRegistry, metrics: RevokerMetrics,
-        logger: Logger
+        database: PostgresClient, queue: RevocationQueue, settings: HTTPSettings, clientIDs: Set<String>, defaultMaxAttempts: Int,
+        registry: PrometheusCollectorRegistry, logger: Logger
     ) {
         self.database = database
-        self.queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+        self.queue = queue
         self.audit = AuditLog(client: database, logger: logger)
-        self.clientIDs = Set(configuration.apps.keys)
-        self.settings = configuration.http
-        self.defaultMaxAttempts = configuration.worker.maxAttempts
-        self.keys = APIKeys(keys: configuration.http.apiKeys)
-        self.metrics = metrics
+        self.clientIDs = clientIDs
+        self.settings = settings
+        self.defaultMaxAttempts = defaultMaxAttempts
+        self.keys = APIKeys(keys: settings.apiKeys)
+        self.metrics = APIMetrics(factory: PrometheusMetricsFactory(registry: registry))
         self.registry = registry
         self.logger = logger
     }
@@ -131,7 +133,7 @@ public struct RevokerAPI: Sendable {
         )
         switch result {
         case .created(let created):
-            metrics.enqueued(source: "http")
+            metrics.enqueued()
             context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "apple.client_id": "\(clientID)"])
             return try Self.json(RevocationView(created), status: .accepted)
         case .existing(let existing):
@@ -277,7 +279,7 @@ public struct RevokerAPI: Sendable {
 
 /// Records each request's latency by route template (never the concrete path), method and status.
 struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    let metrics: RevokerMetrics
+    let metrics: APIMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now

@@ -1,4 +1,5 @@
 import Foundation
+import RevokerLocalStack
 
 /// A PostgreSQL server of a test's own, started by `scripts/with-postgres`, that the test may
 /// stop and start (a database restart must not disturb the other tests' shared server).

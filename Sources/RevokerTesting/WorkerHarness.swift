@@ -4,16 +4,18 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerApp
+import RevokerConfiguration
+import RevokerLocalStack
 import RevokerStore
-import RevokerTesting
 import RevokerWorker
 import Synchronization
 
 /// A database, a sandbox, configured apps and the pieces of a worker, wired as `revoker` wires them.
 public struct WorkerHarness: Sendable {
-    public let database: TestDatabase
+    public let database: ScratchDatabase
     public let sandbox: RunningSandbox
-    public let files: TestConfiguration
+    public let files: LocalConfiguration
     public let configuration: RevokerConfiguration
     public let queue: RevocationQueue
     public let logs: CapturingLogHandler.Storage
@@ -36,10 +38,10 @@ public struct WorkerHarness: Sendable {
         server: String? = nil,
         _ body: (WorkerHarness) async throws -> T
     ) async throws -> T {
-        try await TestDatabase.withTestDatabase(on: server) { database in
+        try await ScratchDatabase.withScratchDatabase(on: server) { database in
             _ = try await Migrator(client: database.client, logger: Logger(label: "test")).migrate()
             return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
-                let files = try TestConfiguration(clientIDs: clientIDs, worker: worker, http: http)
+                let files = try LocalConfiguration(clientIDs: clientIDs, worker: worker, http: http)
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 let configuration = try RevokerConfiguration.load(
@@ -98,13 +100,9 @@ public struct WorkerHarness: Sendable {
     ) async throws -> WorkerReport {
         var configuration = configuration ?? self.configuration
         if let concurrency { configuration.worker.concurrency = concurrency }
-        let settings = configuration.worker
-        let httpClient = AppleClient.makeHTTPClient(concurrency: settings.concurrency)
-        defer { _ = httpClient.shutdown { _ in } }
-        let client = AppleClient(httpClient: httpClient, configuration: .init(baseURL: sandbox.baseURL, timeout: settings.appleTimeout), logger: logger)
-        let apps = try await AppleApps(configuration: configuration, client: client)
-        let worker = RevocationWorker(queue: queue, apps: apps, settings: settings, mode: .drain(deadline: .now + deadline), logger: logger)
-        try await worker.run()
+        let app = try await RevokerApp(configuration: configuration, parts: .worker, workerMode: .drain(deadline: .now + deadline), logger: logger)
+        try await app.run()
+        guard let worker = app.worker else { throw RevokerAppError(.configuration, "the app was built without its worker") }
         return worker.report()
     }
 

@@ -6,7 +6,7 @@ import Foundation
 import JWTKit
 import NIOCore
 import NIOHTTP1
-import RevokerTesting
+import RevokerLocalStack
 import Testing
 
 @testable import AppleSignIn

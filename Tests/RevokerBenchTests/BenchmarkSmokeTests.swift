@@ -1,5 +1,6 @@
 import Foundation
 import RevokerBench
+import RevokerLocalStack
 import RevokerTesting
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 @Suite("revoker bench --smoke")
 struct BenchmarkSmokeTests {
     @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkers() async throws {
-        let options = BenchmarkOptions.smoke(binary: RevokerProcess.binary, databaseURL: try TestDatabase.baseURL())
+        let options = BenchmarkOptions.smoke(binary: RevokerProcess.binary, databaseURL: try ScratchDatabase.baseURL())
         let report = try await Benchmark(options: options).run()
 
         #expect(report.valid, "\(report.table())")

@@ -1,6 +1,7 @@
 import AppleSignInSandbox
 import Foundation
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
 import Testing
 
@@ -12,7 +13,7 @@ struct CheckKeygenCommandTests {
     }
 
     /// Expects no private key, client secret or signature in the output.
-    static func expectNoKeyMaterial(_ result: RevokerProcess.Result, _ configuration: TestConfiguration, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectNoKeyMaterial(_ result: RevokerProcess.Result, _ configuration: LocalConfiguration, sourceLocation: SourceLocation = #_sourceLocation) {
         let lines = configuration.apps.flatMap { $0.privateKeyPEM.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") } }
         for line in lines {
             #expect(!result.stdout.contains(line) && !result.stderr.contains(line), "private key material printed", sourceLocation: sourceLocation)
@@ -24,7 +25,7 @@ struct CheckKeygenCommandTests {
 
     @Test("check prints each app's decoded client secret header and claims, never the signature or key")
     func offline() async throws {
-        let configuration = try TestConfiguration(clientIDs: ["com.example.app", "com.example.web"])
+        let configuration = try LocalConfiguration(clientIDs: ["com.example.app", "com.example.web"])
         defer { try? FileManager.default.removeItem(at: configuration.directory) }
         let result = try await RevokerProcess.run(["check", "--config", configuration.configFile], environment: [:])
         #expect(result.status == 0, "\(result.stderr)")
@@ -55,7 +56,7 @@ struct CheckKeygenCommandTests {
     @Test("check --online passes for registered apps and fails with exit 1 for an app Apple does not know")
     func online() async throws {
         try await RunningSandbox.with { sandbox in
-            let configuration = try TestConfiguration(clientIDs: ["com.example.known", "com.example.unknown"])
+            let configuration = try LocalConfiguration(clientIDs: ["com.example.known", "com.example.unknown"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let known = try #require(configuration.apps.first { $0.clientID == "com.example.known" })
             try await sandbox.admin.register(.init(clientID: known.clientID, teamID: known.teamID, keyID: known.keyID, publicKeyPEM: known.publicKeyPEM))
@@ -74,7 +75,7 @@ struct CheckKeygenCommandTests {
             #expect(mixed.stderr.contains("com.example.unknown"))
             #expect(!mixed.stderr.contains("app com.example.known:"))
 
-            let single = try TestConfiguration(clientIDs: ["com.example.known2"])
+            let single = try LocalConfiguration(clientIDs: ["com.example.known2"])
             defer { try? FileManager.default.removeItem(at: single.directory) }
             try await single.register(with: sandbox)
             let good = try await RevokerProcess.run(
@@ -96,8 +97,8 @@ struct CheckKeygenCommandTests {
             #expect(database["reachable"] as? Bool == true)
             #expect(database["migrations_current"] as? Bool == true)
         }
-        try await TestDatabase.withTestDatabase { database in
-            let configuration = try TestConfiguration(clientIDs: ["com.example.app"])
+        try await ScratchDatabase.withScratchDatabase { database in
+            let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let result = try await RevokerProcess.run(["check"], environment: ["REVOKER_CONFIG": configuration.configFile, "DATABASE_URL": database.url])
             #expect(result.status == 1, "\(result.stderr)")
@@ -123,7 +124,7 @@ struct CheckKeygenCommandTests {
 
     @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
     func malformedConfiguration(_ input: Malformed) async throws {
-        let configuration = try TestConfiguration(clientIDs: ["com.example.app"])
+        let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
         defer { try? FileManager.default.removeItem(at: configuration.directory) }
         let app = try #require(configuration.apps.first)
         let keys = try String(contentsOfFile: configuration.sealingKeysFile, encoding: .utf8)

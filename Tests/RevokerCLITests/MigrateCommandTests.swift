@@ -2,14 +2,15 @@ import Foundation
 import PostgresNIO
 import RevokerStore
 @testable import RevokerTesting
+import RevokerLocalStack
 import Testing
 
 @Suite("revoker migrate")
 struct MigrateCommandTests {
     @Test("two migrate processes started together apply each migration once, and a third finds nothing to do")
     func concurrentProcessesMigrateOnce() async throws {
-        try await TestDatabase.withTestDatabase { database in
-            let configuration = try TestConfiguration(clientIDs: ["com.example.app"])
+        try await ScratchDatabase.withScratchDatabase { database in
+            let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let environment = configuration.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9")
 

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
 import Testing
 

@@ -2,13 +2,14 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerStore
+@testable import RevokerLocalStack
 @testable import RevokerTesting
 import Testing
 
 /// A migrated test database, a configuration directory and the environment for `revoker`.
 struct CLIFixture: Sendable {
-    let database: TestDatabase
-    let configuration: TestConfiguration
+    let database: ScratchDatabase
+    let configuration: LocalConfiguration
     let environment: [String: String]
 
     static let logger = Logger(label: "revoker.cli-tests", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -17,9 +18,9 @@ struct CLIFixture: Sendable {
     static func with<T: Sendable>(
         clientIDs: [String] = ["com.example.app"], appleBaseURL: String = "http://127.0.0.1:9", _ body: (CLIFixture) async throws -> T
     ) async throws -> T {
-        try await TestDatabase.withTestDatabase { database in
+        try await ScratchDatabase.withScratchDatabase { database in
             try await Migrator(client: database.client, logger: logger).migrate()
-            let configuration = try TestConfiguration(clientIDs: clientIDs)
+            let configuration = try LocalConfiguration(clientIDs: clientIDs)
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let fixture = CLIFixture(
                 database: database, configuration: configuration,

@@ -1,21 +1,18 @@
-import AppleSignIn
 import AsyncHTTPClient
 import Crypto
 import AppleSignInSandbox
 import Foundation
-import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
-import Prometheus
+import RevokerApp
 import RevokerHTTP
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
-import RevokerWorker
-import ServiceLifecycle
 
 /// The API served over real HTTP on a free loopback port, against a test database and the
-/// sandbox, optionally with the worker in the same process, as `revoker serve` wires them.
+/// sandbox, optionally with the worker in the same process: the assembly `revoker serve` runs.
 struct APIHarness: Sendable {
     let worker: WorkerHarness
     let baseURL: String
@@ -50,40 +47,10 @@ struct APIHarness: Sendable {
         let keys = Keys()
         let http: [String: any Sendable] = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration]
         return try await WorkerHarness.with(worker: settings, http: http) { harness in
-            let registry = PrometheusCollectorRegistry()
-            let metrics = RevokerMetrics(factory: PrometheusMetricsFactory(registry: registry))
-            let api = RevokerAPI(
-                database: harness.database.client, configuration: harness.configuration, registry: registry, metrics: metrics, logger: harness.logger
-            )
-            let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-                .init(service: api.application(onServerRunning: { portContinuation.yield($0) }))
-            ]
-            let httpClient = AppleClient.makeHTTPClient()
-            if runWorker {
-                let client = AppleClient(httpClient: httpClient, configuration: harness.sandbox.clientConfiguration(), logger: harness.logger)
-                let apps = try await AppleApps(configuration: harness.configuration, client: client)
-                services.append(
-                    .init(service: RevocationWorker(queue: harness.queue, apps: apps, settings: harness.configuration.worker, metrics: metrics, logger: harness.logger))
-                )
+            let app = try await RevokerApp(configuration: harness.configuration, parts: runWorker ? [.api, .worker] : .api, logger: harness.logger)
+            return try await app.withRunning { running in
+                try await body(APIHarness(worker: harness, baseURL: "http://127.0.0.1:\(running.apiPort ?? 0)", keys: keys))
             }
-            let group = ServiceGroup(configuration: .init(services: services, logger: harness.logger))
-            let result: Result<T, any Error> = await withTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try? await group.run() }
-                defer { portContinuation.finish() }
-                var iterator = ports.makeAsyncIterator()
-                guard let port = await iterator.next() else { return .failure(CancellationError()) }
-                let result: Result<T, any Error>
-                do {
-                    result = .success(try await body(APIHarness(worker: harness, baseURL: "http://127.0.0.1:\(port)", keys: keys)))
-                } catch {
-                    result = .failure(error)
-                }
-                await group.triggerGracefulShutdown()
-                return result
-            }
-            try? await httpClient.shutdown()
-            return try result.get()
         }
     }
 

@@ -7,8 +7,10 @@ import PostgresNIO
 import Prometheus
 import RevokerHTTP
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
-import RevokerWorker
+import RevokerApp
+import RevokerConfiguration
 import Testing
 import Yams
 
@@ -117,20 +119,18 @@ struct AuditServiceAPITests {
             let served = try await api.call(.GET, "/openapi.yaml", key: nil)
             #expect(served.body == Data(RevokerAPI.openAPIDocument))
         }
-        let routes = Set(try routeList().map { "\($0.method) \($0.path)" })
+        let routes = Set(try await routeList().map { "\($0.method) \($0.path)" })
         #expect(routes == documented, "only in the code: \(routes.subtracting(documented)); only in the document: \(documented.subtracting(routes))")
     }
 
-    /// The router's routes, from a router built as the server builds it (its client never connects).
-    func routeList() throws -> [(method: String, path: String)] {
+    /// The router's routes, from the API as the assembly builds it (never run, so its client never connects).
+    func routeList() async throws -> [(method: String, path: String)] {
         let configuration = RevokerConfiguration(
             databaseURL: "postgres://nobody@127.0.0.1:9/none", appleBaseURL: "http://127.0.0.1:9",
             keyring: try CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "routes")), apps: [:]
         )
-        let client = PostgresClient(configuration: try configuration.databaseConfiguration())
-        let api = RevokerAPI(
-            database: client, configuration: configuration, registry: PrometheusCollectorRegistry(), metrics: RevokerMetrics(), logger: Logger(label: "routes")
-        )
+        let app = try await RevokerApp(configuration: configuration, parts: .api, logger: Logger(label: "routes"))
+        let api = try #require(app.api)
         return api.router().routes.map { ($0.method.rawValue, $0.path.description) }
     }
 }

@@ -2,7 +2,9 @@ import AppleSignInSandbox
 import Foundation
 import NIOHTTP1
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
+import RevokerConfiguration
 import RevokerWorker
 import Testing
 

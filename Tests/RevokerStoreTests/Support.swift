@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
 
 enum Fixtures {
@@ -17,9 +18,9 @@ enum Fixtures {
     static func withQueue<R: Sendable>(
         logger: Logger = Logger(label: "test"),
         sealer: CredentialSealer? = nil,
-        _ body: (TestDatabase, RevocationQueue) async throws -> R
+        _ body: (ScratchDatabase, RevocationQueue) async throws -> R
     ) async throws -> R {
-        try await TestDatabase.withTestDatabase { db in
+        try await ScratchDatabase.withScratchDatabase { db in
             try await Migrator(client: db.client, logger: logger).migrate()
             let queue = RevocationQueue(client: db.client, sealer: try sealer ?? self.sealer(), logger: logger)
             return try await body(db, queue)
@@ -27,7 +28,7 @@ enum Fixtures {
     }
 
     /// Enqueues `count` requests through the SQL function and claims them all for worker "w".
-    static func enqueueAndClaim(_ count: Int, db: TestDatabase, queue: RevocationQueue) async throws -> [ClaimedRevocation] {
+    static func enqueueAndClaim(_ count: Int, db: ScratchDatabase, queue: RevocationQueue) async throws -> [ClaimedRevocation] {
         try await db.client.query(
             "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, \(count)) g"
         ).collect()

@@ -2,7 +2,9 @@ import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
+import RevokerConfiguration
 import RevokerWorker
 import Testing
 
@@ -107,7 +109,7 @@ struct PipelineTests {
         let broken = harness.files.apps[0]
         // Apple knows another key for this app than the one Revoker signs with.
         try await harness.sandbox.admin.register(
-            .init(clientID: broken.clientID, teamID: broken.teamID, keyID: broken.keyID, publicKeyPEM: TestAppFiles.otherPublicKeyPEM())
+            .init(clientID: broken.clientID, teamID: broken.teamID, keyID: broken.keyID, publicKeyPEM: LocalAppFiles.otherPublicKeyPEM())
         )
         let brokenGrants = try await harness.enqueueMany(clientID: broken.clientID, prefix: "b", count: 5)
         _ = try await harness.enqueueMany(clientID: "com.example.photos", prefix: "ok", count: 5)

@@ -2,7 +2,9 @@ import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import RevokerStore
+import RevokerLocalStack
 import RevokerTesting
+import RevokerConfiguration
 import RevokerWorker
 import Testing
 
@@ -132,7 +134,7 @@ struct ProcessTests {
             // An app whose key Apple does not know: paused, so the drain ends with work waiting.
             let photos = harness.files.apps[1]
             try await harness.sandbox.admin.register(
-                .init(clientID: photos.clientID, teamID: photos.teamID, keyID: photos.keyID, publicKeyPEM: TestAppFiles.otherPublicKeyPEM())
+                .init(clientID: photos.clientID, teamID: photos.teamID, keyID: photos.keyID, publicKeyPEM: LocalAppFiles.otherPublicKeyPEM())
             )
             try await harness.enqueue(clientID: photos.clientID, reference: "paused", kind: .refreshToken)
             let incomplete = try await RevokerProcess.run(["drain"], environment: harness.environment)
@@ -147,8 +149,8 @@ struct ProcessTests {
     }
 
     @Test func aWorkerRefusesAnUnmigratedDatabase() async throws {
-        try await TestDatabase.withTestDatabase { database in
-            let files = try TestConfiguration(clientIDs: ["com.example.notes"])
+        try await ScratchDatabase.withScratchDatabase { database in
+            let files = try LocalConfiguration(clientIDs: ["com.example.notes"])
             let result = try await RevokerProcess.run(["work"], environment: files.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9"))
             #expect(result.status == 2)
             #expect(result.stderr.contains("revoker migrate"))

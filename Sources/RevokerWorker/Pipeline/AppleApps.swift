@@ -17,11 +17,12 @@ public struct AppleApps: Sendable {
     /// Verifies identity tokens from `/auth/token`.
     public let verifier: AppleIdentityTokenVerifier
 
-    public init(configuration: RevokerConfiguration, client: AppleClient) async throws {
+    /// Prepares a signer per app; each secret lives `clientSecretLifetime`.
+    public init(apps: some Sequence<AppleAppSettings>, clientSecretLifetime: Duration, client: AppleClient) async throws {
         var entries: [String: Entry] = [:]
-        for (clientID, app) in configuration.apps {
-            let signer = try await ClientSecretSigner(app: app.apple, lifetime: configuration.worker.clientSecretLifetime)
-            entries[clientID] = Entry(client: AppleAppClient(client: client, signer: signer), defaultRedirectURI: app.defaultRedirectURI)
+        for app in apps {
+            let signer = try await ClientSecretSigner(app: app.apple, lifetime: clientSecretLifetime)
+            entries[app.apple.clientID] = Entry(client: AppleAppClient(client: client, signer: signer), defaultRedirectURI: app.defaultRedirectURI)
         }
         self.entries = entries
         self.verifier = AppleIdentityTokenVerifier(client: client)

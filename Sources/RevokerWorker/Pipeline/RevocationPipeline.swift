@@ -31,10 +31,10 @@ public struct RevocationPipeline: Sendable {
     let pauseProbeInterval: Duration
     let pauses: PauseBook
     let databaseTimeout: Duration
-    let metrics: RevokerMetrics
+    let metrics: WorkerMetrics
     let logger: Logger
 
-    public init(queue: RevocationQueue, apps: AppleApps, settings: RevokerConfiguration.Worker, metrics: RevokerMetrics = .init(), logger: Logger) {
+    public init(queue: RevocationQueue, apps: AppleApps, settings: WorkerSettings, metrics: WorkerMetrics = .init(), logger: Logger) {
         self.queue = queue
         self.apps = apps
         self.retryPolicy = RetryPolicy(base: settings.retryBase, cap: settings.retryCap)

@@ -25,16 +25,16 @@ public struct RevocationWorker: Service {
     let queue: RevocationQueue
     let pipeline: RevocationPipeline
     let apps: AppleApps
-    let settings: RevokerConfiguration.Worker
+    let settings: WorkerSettings
     let mode: Mode
     let owner: String
-    let metrics: RevokerMetrics
+    let metrics: WorkerMetrics
     let logger: Logger
     let state = WorkerState()
 
     public init(
-        queue: RevocationQueue, apps: AppleApps, settings: RevokerConfiguration.Worker, mode: Mode = .continuous,
-        owner: String = RevocationWorker.defaultOwner(), metrics: RevokerMetrics = .init(), logger: Logger
+        queue: RevocationQueue, apps: AppleApps, settings: WorkerSettings, mode: Mode = .continuous,
+        owner: String = RevocationWorker.defaultOwner(), metrics: WorkerMetrics = .init(), logger: Logger
     ) {
         self.queue = queue
         self.apps = apps

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
-import RevokerWorker
+import RevokerHTTP
 
 struct APIKeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,8 +27,8 @@ struct APIKeyCommand: ParsableCommand {
             throw ValidationError("The name must be 1-64 of A-Z a-z 0-9 - _ .")
         }
         guard !scopes.isEmpty else { throw ValidationError("Give at least one --scope.") }
-        for scope in scopes where RevokerConfiguration.APIScope(rawValue: scope) == nil {
-            throw ValidationError("Unknown scope; known: \(RevokerConfiguration.APIScope.allCases.map(\.rawValue).joined(separator: ", ")).")
+        for scope in scopes where APIScope(rawValue: scope) == nil {
+            throw ValidationError("Unknown scope; known: \(APIScope.allCases.map(\.rawValue).joined(separator: ", ")).")
         }
     }
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RevokerStore
-import RevokerWorker
+import RevokerConfiguration
 
 extension AuditExportFormat: ExpressibleByArgument {}
 

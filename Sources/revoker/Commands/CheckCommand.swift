@@ -1,11 +1,11 @@
+import RevokerWorker
 import AppleSignIn
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import Logging
-import PostgresNIO
 import RevokerStore
-import RevokerWorker
+import RevokerApp
+import RevokerConfiguration
 
 struct CheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -73,7 +73,7 @@ struct CheckCommand: AsyncParsableCommand {
         }
 
         if online {
-            let results = try await withAppleClient(configuration, logger: logger) { client in
+            let results = try await RevokerApp.withAppleClient(configuration, logger: logger) { client in
                 var results: [String: (ok: Bool, detail: String)] = [:]
                 for (clientID, signer) in signers {
                     results[clientID] = await Self.probe(AppleAppClient(client: client, signer: signer))
@@ -159,24 +159,25 @@ struct CheckCommand: AsyncParsableCommand {
 
     /// Whether the database answers, and whether its migrations are current.
     static func checkDatabase(_ configuration: RevokerConfiguration, logger: Logger) async -> (reachable: Bool, current: Bool?, problem: String?) {
-        guard let settings = try? configuration.databaseConfiguration() else { return (false, nil, "DATABASE_URL is not usable") }
         var quiet = logger
         quiet.logLevel = .critical
-        let client = PostgresClient(configuration: settings, backgroundLogger: quiet)
-        return await withTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            do {
-                try await withDeadline(.seconds(10)) { [quiet] in _ = try await client.query("SELECT 1", logger: quiet).collect() }
-            } catch {
-                return (false, nil, "cannot reach \(settings.host ?? "?"):\(settings.port ?? 0) (\(DatabaseProblem.describe(error)))")
+        do {
+            let app = try await RevokerApp(configuration: configuration, logger: quiet)
+            return try await app.withRunning(waitForStartup: false) { running in
+                do {
+                    try await running.app.startup.reach()
+                } catch let error as RevokerAppError {
+                    return (false, nil, error.message)
+                }
+                do {
+                    let current = try await running.app.startup.schemaIsCurrent()
+                    return (true, current, current ? nil : "the schema is not current: run `revoker migrate`")
+                } catch let error as RevokerAppError {
+                    return (true, nil, error.message)
+                }
             }
-            do {
-                let current = try await Migrator(client: client, logger: quiet).isCurrent()
-                return (true, current, current ? nil : "the schema is not current: run `revoker migrate`")
-            } catch {
-                return (true, nil, "cannot read the schema version (\(DatabaseProblem.describe(error)))")
-            }
+        } catch {
+            return (false, nil, "\(error)")
         }
     }
 }

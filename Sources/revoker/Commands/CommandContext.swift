@@ -1,11 +1,11 @@
 import AppleSignIn
 import ArgumentParser
-import AsyncHTTPClient
 import Foundation
 import Logging
 import PostgresNIO
 import RevokerStore
-import RevokerWorker
+import RevokerApp
+import RevokerConfiguration
 
 /// Options every command that reads the configuration shares.
 struct ConfigurationOptions: ParsableArguments {
@@ -43,61 +43,25 @@ func loadConfiguration(_ options: ConfigurationOptions, needs: RevokerConfigurat
     }
 }
 
-/// Runs `body` with a connected PostgreSQL client; a database that cannot be reached is one
-/// clear line and exit code 2, never a stack trace.
+/// Runs `body` with the assembled program's database client, once it answers; a database that
+/// cannot be reached (or, with `requireCurrentSchema`, is not migrated) is one clear line and
+/// exit code 2, never a stack trace.
 func withDatabase<T: Sendable>(
-    _ configuration: RevokerConfiguration, logger: Logger, _ body: @Sendable (PostgresClient) async throws -> T
+    _ configuration: RevokerConfiguration, requireCurrentSchema: Bool = false, logger: Logger,
+    _ body: @Sendable (PostgresClient) async throws -> T
 ) async throws -> T {
-    let settings: PostgresClient.Configuration
+    try await reportingStartupProblems {
+        let app = try await RevokerApp(configuration: configuration, requireCurrentSchema: requireCurrentSchema, logger: logger)
+        return try await app.withRunning { running in try await body(running.database) }
+    }
+}
+
+/// Runs `body`, turning a ``RevokerAppError`` (configuration, database, schema) into one line
+/// on standard error and exit code 2.
+func reportingStartupProblems<T>(_ body: () async throws -> T) async throws -> T {
     do {
-        settings = try configuration.databaseConfiguration()
-    } catch let error as ConfigurationError {
+        return try await body()
+    } catch let error as RevokerAppError {
         throw fail(error.message)
-    }
-    let client = PostgresClient(configuration: settings, backgroundLogger: logger)
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await client.run() }
-        defer { group.cancelAll() }
-        do {
-            // The pool keeps retrying an unreachable server for a minute; a person waits ten seconds.
-            var quiet = logger
-            quiet.logLevel = .error
-            try await withDeadline(.seconds(10)) { [quiet] in _ = try await client.query("SELECT 1", logger: quiet).collect() }
-        } catch {
-            throw fail("Cannot reach the database at \(settings.host ?? "?"):\(settings.port ?? 0) (\(DatabaseProblem.describe(error))).")
-        }
-        return try await body(client)
-    }
-}
-
-/// Runs `body` with an HTTP client configured for Apple, shut down afterwards.
-func withAppleClient<T>(_ configuration: RevokerConfiguration, logger: Logger, _ body: (AppleClient) async throws -> T) async throws -> T {
-    let httpClient = AppleClient.makeHTTPClient(concurrency: configuration.worker.concurrency)
-    let client = AppleClient(
-        httpClient: httpClient,
-        configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.appleTimeout),
-        logger: logger
-    )
-    do {
-        let result = try await body(client)
-        try await httpClient.shutdown()
-        return result
-    } catch {
-        try? await httpClient.shutdown()
-        throw error
-    }
-}
-
-/// Describes a database failure without SQL or values (PSQLError's description hides them).
-enum DatabaseProblem {
-    static func describe(_ error: any Error) -> String {
-        if let error = error as? PSQLError {
-            switch error.code {
-            case .connectionError, .serverClosedConnection, .clientClosedConnection: return "connection failed"
-            case .server: return "the server refused: \(error.serverInfo?[.message].map { String($0.prefix(200)) } ?? "unknown")"
-            default: return "\(error.code)"
-            }
-        }
-        return String(describing: error).prefix(200).description
     }
 }

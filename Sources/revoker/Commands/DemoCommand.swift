@@ -5,7 +5,9 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerStore
-import RevokerTesting
+import RevokerLocalStack
+import RevokerApp
+import RevokerConfiguration
 import RevokerWorker
 
 struct DemoCommand: AsyncParsableCommand {
@@ -40,7 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
         }
         let logger = CommandLogging.logger(label: "revoker.demo", level: logLevel)
         try await RunningSandbox.with { sandbox in
-            let files = try TestConfiguration(clientIDs: ["com.example.notes", "com.example.photos.web"], worker: ["retry_base_seconds": 0.2])
+            let files = try LocalConfiguration(clientIDs: ["com.example.notes", "com.example.photos.web"], worker: ["retry_base_seconds": 0.2])
             defer { try? FileManager.default.removeItem(at: files.directory) }
             try await files.register(with: sandbox)
             let configuration = try RevokerConfiguration.load(
@@ -78,9 +80,11 @@ struct DemoCommand: AsyncParsableCommand {
             ]
 
             let scenarios = try await withDatabase(configuration, logger: logger) { database in
-                try await withAppleClient(configuration, logger: logger) { client in
+                try await RevokerApp.withAppleClient(configuration, logger: logger) { client in
                     var scenarios = planned
-                    let apps = try await AppleApps(configuration: configuration, client: client)
+                    let apps = try await AppleApps(
+                        apps: configuration.apps.values, clientSecretLifetime: configuration.worker.clientSecretLifetime, client: client
+                    )
                     let queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
                     for index in scenarios.indices {
                         let scenario = scenarios[index]

@@ -1,9 +1,10 @@
+import RevokerWorker
 import AppleSignIn
 import ArgumentParser
 import Foundation
 import Logging
 import RevokerStore
-import RevokerWorker
+import RevokerConfiguration
 
 #if canImport(Glibc)
 import Glibc

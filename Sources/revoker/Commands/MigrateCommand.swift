@@ -1,6 +1,6 @@
 import ArgumentParser
 import RevokerStore
-import RevokerWorker
+import RevokerConfiguration
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import RevokerStore
-import RevokerWorker
+import RevokerConfiguration
 
 struct PruneCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,12 +1,9 @@
-import AppleSignIn
+import UnixSignals
+import RevokerHTTP
+import RevokerConfiguration
 import ArgumentParser
 import Logging
-import Prometheus
-import RevokerHTTP
-import RevokerStore
-import RevokerWorker
-import ServiceLifecycle
-import UnixSignals
+import RevokerApp
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -49,32 +46,17 @@ struct ServeCommand: AsyncParsableCommand {
         if configuration.http.apiKeys.isEmpty {
             logger.warning("No API keys are configured: every /v1 call will be refused (add http.api_keys; `revoker api-key` makes one)")
         }
-        try await withDatabase(configuration, logger: logger) { [configuration] database in
-            guard try await Migrator(client: database, logger: logger).isCurrent() else {
-                throw fail("The database schema is not current; run `revoker migrate` first.")
-            }
-            try await withAppleClient(configuration, logger: logger) { client in
-                let registry = PrometheusCollectorRegistry()
-                let metrics = RevokerMetrics(factory: PrometheusMetricsFactory(registry: registry))
-                let api = RevokerAPI(database: database, configuration: configuration, registry: registry, metrics: metrics, logger: logger)
-                var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: api.application())]
-                if !noWorker {
-                    let apps: AppleApps
-                    do {
-                        apps = try await AppleApps(configuration: configuration, client: client)
-                    } catch let error as AppleSignInError {
-                        throw fail(error.message)
-                    }
-                    let queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
-                    services.append(.init(service: RevocationWorker(queue: queue, apps: apps, settings: configuration.worker, metrics: metrics, logger: logger)))
-                }
-                logger.notice(
-                    "Serving the API",
-                    metadata: ["http.host": "\(configuration.http.host)", "http.port": "\(configuration.http.port)", "revoker.worker": "\(!noWorker)"]
-                )
-                let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-                try await group.run()
-            }
+        let host = configuration.http.host
+        let withWorker = !noWorker
+        try await reportingStartupProblems {
+            let app = try await RevokerApp(
+                configuration: configuration, parts: noWorker ? .api : [.api, .worker],
+                onServerRunning: { port in
+                    logger.notice("Serving the API", metadata: ["http.host": "\(host)", "http.port": "\(port)", "revoker.worker": "\(withWorker)"])
+                },
+                logger: logger
+            )
+            try await app.run(gracefulShutdownSignals: [.sigterm, .sigint])
         }
     }
 }

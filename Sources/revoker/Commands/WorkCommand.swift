@@ -1,3 +1,4 @@
+import RevokerConfiguration
 import ArgumentParser
 import RevokerWorker
 

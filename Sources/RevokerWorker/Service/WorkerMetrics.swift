@@ -2,21 +2,16 @@ import AppleSignIn
 import CoreMetrics
 import RevokerStore
 
-/// Revoker's metrics, through swift-metrics: the factory is injected so that each server (and
+/// The worker's metrics, through swift-metrics: the factory is injected so that each server (and
 /// each test) can export its own registry. Every label is bounded: outcomes, endpoints, status
-/// classes, states, error codes; never a message, an id or a client-supplied value.
-public struct RevokerMetrics: Sendable {
+/// classes; never a message, an id or a client-supplied value.
+public struct WorkerMetrics: Sendable {
     let factory: any MetricsFactory
 
     /// Metrics through `factory` (default: the process-wide `MetricsSystem` factory, a no-op
     /// until bootstrapped).
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
-    }
-
-    /// A request was enqueued by `source` (`http`, `cli`).
-    public func enqueued(source: String) {
-        Counter(label: "revoker_requests_enqueued_total", dimensions: [("source", source)], factory: factory).increment()
     }
 
     /// A request ended with `outcome`.
@@ -47,25 +42,6 @@ public struct RevokerMetrics: Sendable {
     /// Requests being processed by this process right now.
     public func inFlight(_ count: Int) {
         Gauge(label: "revoker_in_flight", factory: factory).record(count)
-    }
-
-    /// The queue as `revoker status` sees it; recorded when metrics are scraped.
-    public func queue(_ statistics: QueueStatistics) {
-        for state in RevocationState.all {
-            Gauge(label: "revoker_queue_depth", dimensions: [("state", state.rawValue)], factory: factory).record(statistics.byState[state] ?? 0)
-        }
-        Gauge(label: "revoker_oldest_due_age_seconds", factory: factory).record(Double(Self.nanoseconds(statistics.oldestDueAge)) / 1e9)
-        Gauge(label: "revoker_paused_apps", factory: factory).record(statistics.pausedApps)
-    }
-
-    /// One HTTP request served, by route template (never the concrete path), method and status.
-    public func httpRequest(route: String, method: String, status: Int, duration: Duration) {
-        Timer(
-            label: "revoker_http_request_duration_seconds",
-            dimensions: [("route", route), ("method", method), ("status", "\(status)")],
-            preferredDisplayUnit: .seconds,
-            factory: factory
-        ).recordNanoseconds(Self.nanoseconds(duration))
     }
 
     static func statusClass(_ status: Int?) -> String {

@@ -1,7 +1,9 @@
 import AppleSignIn
 import Foundation
 import PostgresNIO
+import RevokerHTTP
 import RevokerStore
+import RevokerWorker
 
 /// Everything Revoker needs to run, from a JSON file and the environment.
 ///
@@ -9,80 +11,6 @@ import RevokerStore
 /// file's top-level settings. Secrets are read from files or the environment, never from
 /// the command line.
 public struct RevokerConfiguration: Sendable {
-    /// One app's Sign in with Apple settings.
-    public struct App: Sendable {
-        /// The app's identifiers and key.
-        public var apple: AppleApp
-        /// The `redirect_uri` sent with a code that was enqueued without one.
-        public var defaultRedirectURI: String?
-    }
-
-    /// Tuning of the worker.
-    public struct Worker: Sendable, Equatable {
-        /// Requests processed at once.
-        public var concurrency = 16
-        /// Requests claimed per round trip.
-        public var batchSize = 16
-        /// How long a claim is held before another worker may rescue it; extended while in flight.
-        public var lease: Duration = .seconds(60)
-        /// Attempts before a request ends `failed` / `exhausted`.
-        public var maxAttempts = 8
-        /// How often the queue is polled when no wake-up arrives.
-        public var pollInterval: Duration = .seconds(5)
-        /// The first retry delay; it doubles per attempt, with full jitter.
-        public var retryBase: Duration = .seconds(2)
-        /// The longest retry delay.
-        public var retryCap: Duration = .seconds(3600)
-        /// How long a paused app waits before a probe.
-        public var pauseProbeInterval: Duration = .seconds(300)
-        /// How long in-flight requests may run on after SIGTERM before they are released.
-        public var shutdownGrace: Duration = .seconds(20)
-        /// The lifetime of each client secret.
-        public var clientSecretLifetime: Duration = ClientSecretSigner.defaultLifetime
-        /// The deadline of each call to Apple.
-        public var appleTimeout: Duration = .seconds(10)
-        /// The deadline of each database call of the worker.
-        public var databaseTimeout: Duration = .seconds(30)
-
-        public init() {}
-    }
-
-    /// What an API key may do.
-    public enum APIScope: String, Sendable, Hashable, CaseIterable {
-        case revocationsWrite = "revocations:write"
-        case revocationsRead = "revocations:read"
-        case auditRead = "audit:read"
-        /// Everything, including re-queueing.
-        case admin
-    }
-
-    /// A bearer key of the HTTP API. Only the SHA-256 of the key is configured.
-    public struct APIKey: Sendable, Equatable {
-        /// Names the caller in audit events (the actor).
-        public var name: String
-        /// SHA-256 of the key.
-        public var sha256: [UInt8]
-        public var scopes: Set<APIScope>
-
-        public init(name: String, sha256: [UInt8], scopes: Set<APIScope>) {
-            self.name = name
-            self.sha256 = sha256
-            self.scopes = scopes
-        }
-    }
-
-    /// The HTTP API of `revoker serve`.
-    public struct HTTP: Sendable, Equatable {
-        /// The address to listen on; loopback unless configured.
-        public var host = "127.0.0.1"
-        public var port = 8080
-        /// Larger request bodies are refused with 413.
-        public var maxBodyBytes = 65_536
-        public var apiKeys: [APIKey] = []
-
-        public init() {}
-    }
-
     /// `postgres://user:password@host:port/database`.
     public var databaseURL: String
     /// Apple's base URL, or the sandbox's.
@@ -90,11 +18,11 @@ public struct RevokerConfiguration: Sendable {
     /// Keys sealing credentials at rest (a throw-away key when the command needs none).
     public var keyring: CredentialKeyring
     /// The apps served, by client_id.
-    public var apps: [String: App]
+    public var apps: [String: AppleAppSettings]
     /// Worker tuning.
-    public var worker: Worker
+    public var worker: WorkerSettings
     /// The HTTP API.
-    public var http: HTTP = .init()
+    public var http: HTTPSettings = .init()
 
     /// The database connection settings parsed from ``databaseURL``.
     public func databaseConfiguration() throws -> PostgresClient.Configuration {
@@ -105,7 +33,7 @@ public struct RevokerConfiguration: Sendable {
         }
     }
 
-    public init(databaseURL: String, appleBaseURL: String, keyring: CredentialKeyring, apps: [String: App], worker: Worker = .init()) {
+    public init(databaseURL: String, appleBaseURL: String, keyring: CredentialKeyring, apps: [String: AppleAppSettings], worker: WorkerSettings = .init()) {
         self.databaseURL = databaseURL
         self.appleBaseURL = appleBaseURL
         self.keyring = keyring
@@ -168,7 +96,7 @@ extension RevokerConfiguration {
 
         let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring))
 
-        var apps: [String: App] = [:]
+        var apps: [String: AppleAppSettings] = [:]
         for (index, entry) in document.apps.enumerated() {
             let app = try entry.load(where: "app \(index + 1) (\(entry.clientID ?? "no client_id")) in \(source ?? "the configuration file")")
             guard apps[app.apple.clientID] == nil else {
@@ -228,7 +156,7 @@ extension RevokerConfiguration {
         }
     }
 
-    private static func environmentApp(_ environment: [String: String]) throws -> App? {
+    private static func environmentApp(_ environment: [String: String]) throws -> AppleAppSettings? {
         let value = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         let names = [Variable.clientID, Variable.teamID, Variable.keyID]
         let present = names.filter { value($0) != nil }
@@ -246,7 +174,7 @@ extension RevokerConfiguration {
                     try AppleSigningKey(pem: value(Variable.privateKey) ?? "", source: "environment variable \(Variable.privateKey)")
                 }
             let apple = try AppleApp(clientID: clientID, teamID: teamID, keyID: keyID, signingKey: key)
-            return App(apple: apple, defaultRedirectURI: value(Variable.redirectURI))
+            return AppleAppSettings(apple: apple, defaultRedirectURI: value(Variable.redirectURI))
         } catch {
             throw ConfigurationError("\(error.message) (set through \(Variable.clientID), \(Variable.teamID), \(Variable.keyID)).")
         }

@@ -1,5 +1,7 @@
 import AppleSignIn
 import Foundation
+import RevokerHTTP
+import RevokerWorker
 
 /// The JSON configuration file, read strictly: unknown keys are errors, so a typo is not a silent default.
 struct ConfigurationFile: Decodable {
@@ -37,7 +39,7 @@ struct ConfigurationFile: Decodable {
             case clientID = "client_id", teamID = "team_id", keyID = "key_id", privateKeyFile = "private_key_file", redirectURI = "redirect_uri"
         }
 
-        func load(where place: String) throws -> RevokerConfiguration.App {
+        func load(where place: String) throws -> AppleAppSettings {
             guard let clientID, let teamID, let keyID, let privateKeyFile else {
                 let missing = [("client_id", clientID), ("team_id", teamID), ("key_id", keyID), ("private_key_file", privateKeyFile)]
                     .filter { $0.1 == nil }.map(\.0)
@@ -72,8 +74,8 @@ struct ConfigurationFile: Decodable {
             case clientSecretLifetimeSeconds = "client_secret_lifetime_seconds", appleTimeoutSeconds = "apple_timeout_seconds"
         }
 
-        func settings(source: String) throws -> RevokerConfiguration.Worker {
-            var worker = RevokerConfiguration.Worker()
+        func settings(source: String) throws -> WorkerSettings {
+            var worker = WorkerSettings()
             func check<T: Comparable>(_ value: T?, _ name: String, _ range: ClosedRange<T>) throws -> T? {
                 guard let value else { return nil }
                 guard range.contains(value) else {
@@ -120,8 +122,8 @@ struct ConfigurationFile: Decodable {
             }
         }
 
-        func settings(source: String) throws -> RevokerConfiguration.HTTP {
-            var http = RevokerConfiguration.HTTP()
+        func settings(source: String) throws -> HTTPSettings {
+            var http = HTTPSettings()
             if let host { http.host = host }
             if let port {
                 guard (0...65_535).contains(port) else { throw ConfigurationError("http.port in \(source) must be between 0 (any free port) and 65535.") }
@@ -144,10 +146,10 @@ struct ConfigurationFile: Decodable {
                 guard let digest = Self.hexBytes(entry.sha256), digest.count == 32 else {
                     throw ConfigurationError("\(place): sha256 must be 64 hex digits (the SHA-256 of the key; `revoker api-key` prints it).")
                 }
-                var scopes: Set<RevokerConfiguration.APIScope> = []
+                var scopes: Set<APIScope> = []
                 for name in entry.scopes {
-                    guard let scope = RevokerConfiguration.APIScope(rawValue: name) else {
-                        let known = RevokerConfiguration.APIScope.allCases.map(\.rawValue).joined(separator: ", ")
+                    guard let scope = APIScope(rawValue: name) else {
+                        let known = APIScope.allCases.map(\.rawValue).joined(separator: ", ")
                         throw ConfigurationError("\(place): unknown scope '\(name.prefix(40))'; known: \(known).")
                     }
                     scopes.insert(scope)

@@ -3,13 +3,14 @@ import Logging
 import PostgresNIO
 import RevokerStore
 
-/// A fresh, uniquely named PostgreSQL database for one test.
-public struct TestDatabase: Sendable {
-    /// A running client connected to the test database.
+/// A fresh, uniquely named PostgreSQL database for one test, demo or benchmark scenario,
+/// dropped afterwards.
+public struct ScratchDatabase: Sendable {
+    /// A running client connected to the database.
     public let client: PostgresClient
-    /// The test database's configuration.
+    /// The database's connection settings.
     public let configuration: PostgresClient.Configuration
-    /// The test database's URL (`postgres://...`).
+    /// The database's URL (`postgres://...`).
     public let url: String
     /// The database name.
     public let name: String
@@ -27,9 +28,9 @@ public struct TestDatabase: Sendable {
 
     /// Creates a database, runs `body` with a running client on it, then drops the database
     /// (also when `body` throws).
-    public static func withTestDatabase<Result: Sendable>(
+    public static func withScratchDatabase<Result: Sendable>(
         on server: String? = nil,
-        _ body: (TestDatabase) async throws -> Result
+        _ body: (ScratchDatabase) async throws -> Result
     ) async throws -> Result {
         let baseURL = try server ?? self.baseURL()
         var baseConfiguration = try PostgresClient.Configuration(url: baseURL)
@@ -52,7 +53,7 @@ public struct TestDatabase: Sendable {
             let client = PostgresClient(configuration: configuration)
             let result: Swift.Result<Result, any Error> = await withTaskGroup(of: Void.self) { inner in
                 inner.addTask { await client.run() }
-                let database = TestDatabase(client: client, configuration: configuration, url: url, name: name)
+                let database = ScratchDatabase(client: client, configuration: configuration, url: url, name: name)
                 let result: Swift.Result<Result, any Error>
                 do {
                     result = .success(try await body(database))

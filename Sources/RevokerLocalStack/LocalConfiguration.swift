@@ -5,7 +5,7 @@ import Foundation
 import RevokerStore
 
 /// An app's key and identifiers written to a temporary directory, as an operator would lay them out.
-public struct TestAppFiles: Sendable {
+public struct LocalAppFiles: Sendable {
     public let clientID: String
     public let teamID: String
     public let keyID: String
@@ -37,18 +37,18 @@ public struct TestAppFiles: Sendable {
 }
 
 /// A temporary directory holding a configuration file, keys and a sealing keyring.
-public struct TestConfiguration: Sendable {
+public struct LocalConfiguration: Sendable {
     public let directory: URL
     public let configFile: String
     public let sealingKeysFile: String
-    public let apps: [TestAppFiles]
+    public let apps: [LocalAppFiles]
 
     /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them.
     public init(clientIDs: [String], worker: [String: any Sendable] = [:], http: [String: any Sendable] = [:]) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
-        apps = try clientIDs.map { try TestAppFiles(clientID: $0, directory: directory) }
+        apps = try clientIDs.map { try LocalAppFiles(clientID: $0, directory: directory) }
         sealingKeysFile = directory.appendingPathComponent("sealing-keys").path
         try Data((try CredentialKeyring.generateEntry(keyID: "k1") + "\n").utf8).write(to: URL(fileURLWithPath: sealingKeysFile))
         configFile = directory.appendingPathComponent("revoker.json").path
@@ -71,7 +71,7 @@ public struct TestConfiguration: Sendable {
     }
 }
 
-extension TestAppFiles {
+extension LocalAppFiles {
     /// The public half of a key nobody configured, to make Apple reject an app's secrets.
     public static func otherPublicKeyPEM() -> String {
         P256.Signing.PrivateKey().publicKey.pemRepresentation

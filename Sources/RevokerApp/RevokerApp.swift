@@ -1,0 +1,220 @@
+import AppleSignIn
+import AsyncHTTPClient
+import Logging
+import PostgresNIO
+import Prometheus
+import RevokerConfiguration
+import RevokerHTTP
+import RevokerStore
+import RevokerWorker
+import ServiceLifecycle
+import UnixSignals
+
+/// The whole program, assembled once from a ``RevokerConfiguration``: the PostgreSQL client,
+/// and, when asked, Apple's connection pool, the HTTP API and the worker, each a `Service` of
+/// one `ServiceGroup`. Every command, the demo, the benchmark and the tests build it here.
+///
+/// Nothing serves before the startup check: the database answers within ten seconds and,
+/// unless a command says otherwise, its schema is current.
+public struct RevokerApp: Sendable {
+    /// What a process runs beside the database client.
+    public struct Parts: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// The HTTP API.
+        public static let api = Parts(rawValue: 1)
+        /// The worker (it brings Apple's connection pool).
+        public static let worker = Parts(rawValue: 2)
+    }
+
+    /// The settings it was built from.
+    public let configuration: RevokerConfiguration
+    /// The database client (a service of the group).
+    public let database: PostgresClient
+    /// The queue over ``database``, sealing with the configured keys.
+    public let queue: RevocationQueue
+    /// The worker, when asked for; its ``RevocationWorker/report()`` tells what it did.
+    public let worker: RevocationWorker?
+    /// The HTTP API, when asked for.
+    public let api: RevokerAPI?
+    /// What `/metrics` exports: the API's and the worker's metrics.
+    public let metrics: PrometheusCollectorRegistry
+    /// The check every serving part waits for.
+    public let startup: StartupCheck
+    let services: [ServiceGroupConfiguration.ServiceConfiguration]
+    let logger: Logger
+    /// The API's bound port, once it listens.
+    let ports: AsyncStream<Int>
+    let portContinuation: AsyncStream<Int>.Continuation
+    let servesAPI: Bool
+
+    /// Builds the parts `parts` names.
+    ///
+    /// - Parameters:
+    ///   - workerMode: `.drain(deadline:)` ends the group when nothing is left due.
+    ///   - requireCurrentSchema: whether the startup check also asks for a current schema
+    ///     (`migrate` itself, and the commands that only read, do not).
+    ///   - onServerRunning: receives the API's bound port (configure port 0 for any free one).
+    /// - Throws: ``RevokerAppError`` when the database settings or an app's key are unusable.
+    public init(
+        configuration: RevokerConfiguration,
+        parts: Parts = [],
+        workerMode: RevocationWorker.Mode = .continuous,
+        requireCurrentSchema: Bool = true,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        logger: Logger
+    ) async throws {
+        let settings: PostgresClient.Configuration
+        do {
+            settings = try configuration.databaseConfiguration()
+        } catch let error as ConfigurationError {
+            throw RevokerAppError(.configuration, error.message)
+        }
+        self.configuration = configuration
+        self.logger = logger
+        self.database = PostgresClient(configuration: settings, backgroundLogger: logger)
+        self.queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+        self.metrics = PrometheusCollectorRegistry()
+        (self.ports, self.portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
+        self.servesAPI = parts.contains(.api)
+        self.startup = StartupCheck(
+            database: database, place: "\(settings.host ?? "?"):\(settings.port ?? 0)", requireCurrentSchema: requireCurrentSchema, logger: logger
+        )
+
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database)]
+        if parts.contains(.worker) {
+            let pool = Self.makeAppleClient(configuration, logger: logger)
+            services.append(.init(service: HTTPClientService(client: pool.httpClient)))
+            let apps: AppleApps
+            do {
+                apps = try await AppleApps(
+                    apps: configuration.apps.values, clientSecretLifetime: configuration.worker.clientSecretLifetime, client: pool
+                )
+            } catch let error as AppleSignInError {
+                try? await pool.httpClient.shutdown()
+                throw RevokerAppError(.configuration, error.message)
+            }
+            let worker = RevocationWorker(
+                queue: queue, apps: apps, settings: configuration.worker, mode: workerMode,
+                metrics: WorkerMetrics(factory: PrometheusMetricsFactory(registry: metrics)), logger: logger
+            )
+            self.worker = worker
+            let ending: ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior =
+                if case .drain = workerMode { .gracefullyShutdownGroup } else { .cancelGroup }
+            services.append(.init(service: AfterStartup(check: startup, service: worker), successTerminationBehavior: ending))
+        } else {
+            self.worker = nil
+        }
+        if parts.contains(.api) {
+            let api = RevokerAPI(
+                database: database, queue: queue, settings: configuration.http, clientIDs: Set(configuration.apps.keys),
+                defaultMaxAttempts: configuration.worker.maxAttempts, registry: metrics, logger: logger
+            )
+            self.api = api
+            let portContinuation = self.portContinuation
+            let application = api.application { port in
+                portContinuation.yield(port)
+                await onServerRunning(port)
+            }
+            services.append(.init(service: AfterStartup(check: startup, service: application)))
+        } else {
+            self.api = nil
+        }
+        self.services = services
+    }
+
+    /// Runs every part until one of `signals` (or, in drain mode, the worker's end) shuts the
+    /// group down gracefully; throws the first part's error, such as a failed startup check.
+    public func run(gracefulShutdownSignals signals: [UnixSignal] = []) async throws {
+        try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: signals, logger: logger)).run()
+    }
+
+    /// The parts running, as ``withRunning(waitForStartup:_:)`` hands them to its body.
+    public struct Running: Sendable {
+        /// The assembled program.
+        public let app: RevokerApp
+        /// The port the API listens on, when it was built.
+        public let apiPort: Int?
+        /// The database client, running.
+        public var database: PostgresClient { app.database }
+    }
+
+    /// Runs the parts, waits for the startup check (unless `waitForStartup` is false) and for
+    /// the API to listen, runs `body`, then shuts everything down gracefully.
+    public func withRunning<T>(waitForStartup: Bool = true, _ body: (Running) async throws -> T) async throws -> T {
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
+        return try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { [portContinuation] in
+                defer { portContinuation.finish() }
+                try await group.run()
+            }
+            let result: Result<T, any Error>
+            do {
+                if waitForStartup { try await startup.run() }
+                var port: Int?
+                if servesAPI {
+                    var iterator = ports.makeAsyncIterator()
+                    guard let bound = await iterator.next() else {
+                        throw RevokerAppError(.configuration, "The API stopped before it listened on \(configuration.http.host):\(configuration.http.port).")
+                    }
+                    port = bound
+                }
+                result = .success(try await body(Running(app: self, apiPort: port)))
+            } catch {
+                result = .failure(error)
+            }
+            await group.triggerGracefulShutdown()
+            do {
+                try await tasks.waitForAll()
+            } catch {
+                // The body's own error tells more than the group's.
+                if case .success = result { throw error }
+            }
+            return try result.get()
+        }
+    }
+
+    /// Runs `body` with a client for Apple (or the sandbox) as configured, shut down afterwards.
+    public static func withAppleClient<T>(
+        _ configuration: RevokerConfiguration, logger: Logger, _ body: (AppleClient) async throws -> T
+    ) async throws -> T {
+        let client = makeAppleClient(configuration, logger: logger)
+        do {
+            let result = try await body(client)
+            try await client.httpClient.shutdown()
+            return result
+        } catch {
+            try? await client.httpClient.shutdown()
+            throw error
+        }
+    }
+
+    static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {
+        AppleClient(
+            httpClient: AppleClient.makeHTTPClient(concurrency: configuration.worker.concurrency),
+            configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.appleTimeout),
+            logger: logger
+        )
+    }
+}
+
+/// Starts `service` only once the startup check has passed.
+struct AfterStartup<Wrapped: Service>: Service {
+    let check: StartupCheck
+    let service: Wrapped
+
+    func run() async throws {
+        try await check.run()
+        try await service.run()
+    }
+}
+
+/// Keeps an HTTP client's pool open until the group shuts down, then closes it.
+struct HTTPClientService: Service {
+    let client: HTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await client.shutdown()
+    }
+}

@@ -1,0 +1,36 @@
+/// Why Revoker could not start. ``description`` is one line for a person; it never holds a
+/// password, key or token.
+public struct RevokerAppError: Error, Sendable, CustomStringConvertible {
+    /// What kind of problem; codes can grow without breaking callers.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable {
+            case configuration, databaseUnreachable, schemaNotCurrent, database
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// A setting, or an app's key, is unusable.
+        public static let configuration = Code(.configuration)
+        /// The database did not answer in time.
+        public static let databaseUnreachable = Code(.databaseUnreachable)
+        /// Migrations are pending.
+        public static let schemaNotCurrent = Code(.schemaNotCurrent)
+        /// The database answered with an error.
+        public static let database = Code(.database)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of problem.
+    public let code: Code
+    /// What is wrong and what to do, for a person.
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,37 @@
+import CoreMetrics
+import RevokerStore
+
+/// The API's metrics, through swift-metrics, into the registry that `/metrics` exports. Every
+/// label is bounded: a route template, a method, a status, a state; never a concrete path.
+public struct APIMetrics: Sendable {
+    let factory: any MetricsFactory
+
+    /// Metrics through `factory` (default: the process-wide `MetricsSystem` factory).
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        self.factory = factory
+    }
+
+    /// A request was enqueued through the API.
+    func enqueued() {
+        Counter(label: "revoker_requests_enqueued_total", dimensions: [("source", "http")], factory: factory).increment()
+    }
+
+    /// The queue as `revoker status` sees it; recorded when metrics are scraped.
+    func queue(_ statistics: QueueStatistics) {
+        for state in RevocationState.all {
+            Gauge(label: "revoker_queue_depth", dimensions: [("state", state.rawValue)], factory: factory).record(statistics.byState[state] ?? 0)
+        }
+        Gauge(label: "revoker_oldest_due_age_seconds", factory: factory).record(statistics.oldestDueAge / .seconds(1))
+        Gauge(label: "revoker_paused_apps", factory: factory).record(statistics.pausedApps)
+    }
+
+    /// One HTTP request served, by route template (never the concrete path), method and status.
+    func httpRequest(route: String, method: String, status: Int, duration: Duration) {
+        Timer(
+            label: "revoker_http_request_duration_seconds",
+            dimensions: [("route", route), ("method", method), ("status", "\(status)")],
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        ).recordNanoseconds(Int64(duration / .nanoseconds(1)))
+    }
+}

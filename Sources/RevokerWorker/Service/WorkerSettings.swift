@@ -1,0 +1,44 @@
+import AppleSignIn
+
+/// How the worker runs: concurrency, leases, retries, deadlines.
+public struct WorkerSettings: Sendable, Equatable {
+    /// Requests processed at once.
+    public var concurrency = 16
+    /// Requests claimed per round trip.
+    public var batchSize = 16
+    /// How long a claim is held before another worker may rescue it; extended while in flight.
+    public var lease: Duration = .seconds(60)
+    /// Attempts before a request ends `failed` / `exhausted`.
+    public var maxAttempts = 8
+    /// How often the queue is polled when no wake-up arrives.
+    public var pollInterval: Duration = .seconds(5)
+    /// The first retry delay; it doubles per attempt, with full jitter.
+    public var retryBase: Duration = .seconds(2)
+    /// The longest retry delay.
+    public var retryCap: Duration = .seconds(3600)
+    /// How long a paused app waits before a probe.
+    public var pauseProbeInterval: Duration = .seconds(300)
+    /// How long in-flight requests may run on after SIGTERM before they are released.
+    public var shutdownGrace: Duration = .seconds(20)
+    /// The lifetime of each client secret.
+    public var clientSecretLifetime: Duration = ClientSecretSigner.defaultLifetime
+    /// The deadline of each call to Apple.
+    public var appleTimeout: Duration = .seconds(10)
+    /// The deadline of each database call of the worker.
+    public var databaseTimeout: Duration = .seconds(30)
+
+    public init() {}
+}
+
+/// One app the worker serves: its Apple identifiers and key, and its default `redirect_uri`.
+public struct AppleAppSettings: Sendable {
+    /// The app's identifiers and key.
+    public var apple: AppleApp
+    /// The `redirect_uri` sent with a code that was enqueued without one.
+    public var defaultRedirectURI: String?
+
+    public init(apple: AppleApp, defaultRedirectURI: String? = nil) {
+        self.apple = apple
+        self.defaultRedirectURI = defaultRedirectURI
+    }
+}
