@@ -27,7 +27,12 @@ public struct AppleSandbox: Sendable {
         /// Faults injected from the start.
         public var faults: SandboxFaults
 
-        public init(codeLifetime: Duration = .seconds(300), identityTokenLifetime: Duration = .seconds(600), clockSkew: Duration = .seconds(60), faults: SandboxFaults = .none) {
+        public init(
+            codeLifetime: Duration = .seconds(300),
+            identityTokenLifetime: Duration = .seconds(600),
+            clockSkew: Duration = .seconds(60),
+            faults: SandboxFaults = .none
+        ) {
             self.codeLifetime = codeLifetime
             self.identityTokenLifetime = identityTokenLifetime
             self.clockSkew = clockSkew
@@ -66,7 +71,11 @@ public struct AppleSandbox: Sendable {
         router.post("auth/token") { request, context in try await self.token(request, context: context) }
         router.post("auth/revoke") { request, context in try await self.revoke(request, context: context) }
         router.get("auth/keys") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: await self.identityTokens.jwksJSON)))
+            Response(
+                status: .ok,
+                headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(data: await self.identityTokens.jwksJSON))
+            )
         }
         let admin = router.group("sandbox")
         admin.post("apps") { request, context in try await self.registerApp(request, context: context) }
@@ -112,16 +121,30 @@ public struct AppleSandbox: Sendable {
     }
 
     /// Applies the configured latency and maybe a fault. Returns the answer to send instead of the real one.
-    private func injectFault(_ faults: SandboxFaults, endpoint: String, grantID: String?, now: Date, context: SandboxRequestContext) async throws -> Response? {
+    private func injectFault(
+        _ faults: SandboxFaults,
+        endpoint: String,
+        grantID: String?,
+        now: Date,
+        context: SandboxRequestContext
+    ) async throws -> Response? {
         if faults.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.latencyMilliseconds)) }
         guard let fault = faults.fault(for: Double.random(in: 0..<1)) else { return nil }
         switch fault {
         case .internalError:
             await state.record(endpoint: endpoint, status: 500, error: nil, grantID: grantID, now: now)
-            return Response(status: .internalServerError, headers: [.contentType: "text/html"], body: .init(byteBuffer: ByteBuffer(string: "<html><body>Internal Server Error</body></html>")))
+            return Response(
+                status: .internalServerError,
+                headers: [.contentType: "text/html"],
+                body: .init(byteBuffer: ByteBuffer(string: "<html><body>Internal Server Error</body></html>"))
+            )
         case .unavailable:
             await state.record(endpoint: endpoint, status: 503, error: nil, grantID: grantID, now: now)
-            return Response(status: .serviceUnavailable, headers: [.contentType: "text/html"], body: .init(byteBuffer: ByteBuffer(string: "<html><body>Service Unavailable</body></html>")))
+            return Response(
+                status: .serviceUnavailable,
+                headers: [.contentType: "text/html"],
+                body: .init(byteBuffer: ByteBuffer(string: "<html><body>Service Unavailable</body></html>"))
+            )
         case .throttle:
             await state.record(endpoint: endpoint, status: 429, error: nil, grantID: grantID, now: now)
             return Response(status: .tooManyRequests, headers: [.retryAfter: "\(faults.retryAfterSeconds)"])
@@ -139,7 +162,11 @@ public struct AppleSandbox: Sendable {
 
     /// Everything before the real work: faults, client authentication. Returns the app, or the answer to send.
     private func admit(
-        _ fields: [String: String], endpoint: String, credential: String?, now: Date, context: SandboxRequestContext
+        _ fields: [String: String],
+        endpoint: String,
+        credential: String?,
+        now: Date,
+        context: SandboxRequestContext
     ) async throws -> (app: SandboxState.App, grantID: String?) {
         let call = await state.lookup(clientID: fields["client_id"], credential: credential)
         if let answer = try await injectFault(call.faults, endpoint: endpoint, grantID: call.grantID, now: now, context: context) {
@@ -148,7 +175,10 @@ public struct AppleSandbox: Sendable {
         guard fields["client_id"] != nil, let secret = fields["client_secret"] else {
             throw await rejection("invalid_request", endpoint, call.grantID, now, "client_id or client_secret is missing")
         }
-        let problem = call.app.map { ClientSecretCheck.problem(with: secret, for: $0, now: now, skew: TimeInterval(configuration.clockSkew.components.seconds)) }
+        let problem =
+            call.app.map {
+                ClientSecretCheck.problem(with: secret, for: $0, now: now, skew: TimeInterval(configuration.clockSkew.components.seconds))
+            }
             ?? "client_id is not registered"
         guard let app = call.app, problem == nil else {
             await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: call.grantID, now: now, rejection: problem)
@@ -162,15 +192,29 @@ public struct AppleSandbox: Sendable {
         let now = Date()
         do {
             let fields = try await form(of: request, endpoint: endpoint, now: now)
-            let (app, grantID) = try await admit(fields, endpoint: endpoint, credential: fields["code"] ?? fields["refresh_token"], now: now, context: context)
+            let (app, grantID) = try await admit(
+                fields,
+                endpoint: endpoint,
+                credential: fields["code"] ?? fields["refresh_token"],
+                now: now,
+                context: context
+            )
             let answer: SandboxState.Answer
             let identityTokenValidAfter = now.addingTimeInterval(60)
             switch fields["grant_type"] {
             case "authorization_code":
                 guard let code = fields["code"] else { throw await rejection("invalid_request", endpoint, grantID, now, "code is missing") }
-                answer = await state.exchange(code: code, clientID: app.clientID, redirectURI: fields["redirect_uri"], now: now, identityTokenValidAfter: identityTokenValidAfter)
+                answer = await state.exchange(
+                    code: code,
+                    clientID: app.clientID,
+                    redirectURI: fields["redirect_uri"],
+                    now: now,
+                    identityTokenValidAfter: identityTokenValidAfter
+                )
             case "refresh_token":
-                guard let token = fields["refresh_token"] else { throw await rejection("invalid_request", endpoint, grantID, now, "refresh_token is missing") }
+                guard let token = fields["refresh_token"] else {
+                    throw await rejection("invalid_request", endpoint, grantID, now, "refresh_token is missing")
+                }
                 answer = await state.validate(refreshToken: token, clientID: app.clientID, now: now, identityTokenValidAfter: identityTokenValidAfter)
             default:
                 throw await rejection("unsupported_grant_type", endpoint, grantID, now, nil)
@@ -264,7 +308,13 @@ public struct AppleSandbox: Sendable {
             minted = await state.mintToken(kind, clientID: body.clientID, subject: body.subject)
         } else {
             let lifetime = body.lifetimeSeconds ?? TimeInterval(configuration.codeLifetime.components.seconds)
-            minted = await state.mintCode(clientID: body.clientID, subject: body.subject, redirectURI: body.redirectURI, lifetime: lifetime, now: Date())
+            minted = await state.mintCode(
+                clientID: body.clientID,
+                subject: body.subject,
+                redirectURI: body.redirectURI,
+                lifetime: lifetime,
+                now: Date()
+            )
         }
         try await signIdentityToken(grantID: minted.1, clientID: body.clientID, subject: body.subject, now: Date())
         return Self.json(SandboxAdmin.Minted(value: minted.0, grantID: minted.1), status: .created)
@@ -274,7 +324,10 @@ public struct AppleSandbox: Sendable {
         let body = try await request.decode(as: SandboxAdmin.IdentityTokenRequest.self, context: context)
         let now = Date()
         let claims = AppleIdentityClaims(
-            issuer: body.issuer ?? AppleIdentityClaims.appleIssuer, subject: body.subject, audience: body.audience, issuedAt: now,
+            issuer: body.issuer ?? AppleIdentityClaims.appleIssuer,
+            subject: body.subject,
+            audience: body.audience,
+            issuedAt: now,
             expires: now.addingTimeInterval(body.expiresIn ?? TimeInterval(configuration.identityTokenLifetime.components.seconds))
         )
         return Self.json(SandboxAdmin.Value(value: try await identityTokens.sign(claims)), status: .created)

@@ -27,8 +27,19 @@ public struct AppleSandboxAdmin: Sendable {
     }
 
     /// A user signs in on the web or a device: Apple issues a code for the app.
-    public func mintCode(clientID: String, subject: String, redirectURI: String? = nil, lifetimeSeconds: Double? = nil) async throws -> SandboxAdmin.Minted {
-        try await decode(send(.POST, "/sandbox/codes", body: SandboxAdmin.Mint(clientID: clientID, subject: subject, redirectURI: redirectURI, lifetimeSeconds: lifetimeSeconds)))
+    public func mintCode(
+        clientID: String,
+        subject: String,
+        redirectURI: String? = nil,
+        lifetimeSeconds: Double? = nil
+    ) async throws -> SandboxAdmin.Minted {
+        try await decode(
+            send(
+                .POST,
+                "/sandbox/codes",
+                body: SandboxAdmin.Mint(clientID: clientID, subject: subject, redirectURI: redirectURI, lifetimeSeconds: lifetimeSeconds)
+            )
+        )
     }
 
     /// A grant whose refresh token the app already holds.

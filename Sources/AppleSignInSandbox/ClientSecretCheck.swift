@@ -19,7 +19,8 @@ enum ClientSecretCheck {
     }
 
     private enum Audience: Decodable {
-        case one(String), many([String])
+        case one(String)
+        case many([String])
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if let value = try? container.decode(String.self) { self = .one(value) } else { self = .many(try container.decode([String].self)) }

@@ -2,7 +2,12 @@
 public enum SandboxAdmin {
     /// `POST /sandbox/apps`: registers an app and the public half of its key.
     public struct RegisterApp: Codable, Sendable {
-        enum CodingKeys: String, CodingKey { case clientID = "client_id", teamID = "team_id", keyID = "key_id", publicKeyPEM = "public_key_pem" }
+        enum CodingKeys: String, CodingKey {
+            case clientID = "client_id"
+            case teamID = "team_id"
+            case keyID = "key_id"
+            case publicKeyPEM = "public_key_pem"
+        }
         public var clientID: String
         public var teamID: String
         public var keyID: String
@@ -17,7 +22,12 @@ public enum SandboxAdmin {
 
     /// `POST /sandbox/codes`, `/sandbox/refresh-tokens`, `/sandbox/access-tokens`: a user signs in.
     public struct Mint: Codable, Sendable {
-        enum CodingKeys: String, CodingKey { case clientID = "client_id", subject, redirectURI = "redirect_uri", lifetimeSeconds = "lifetime_seconds" }
+        enum CodingKeys: String, CodingKey {
+            case clientID = "client_id"
+            case subject
+            case redirectURI = "redirect_uri"
+            case lifetimeSeconds = "lifetime_seconds"
+        }
         public var clientID: String
         /// The Apple user id the grant belongs to.
         public var subject: String
@@ -35,14 +45,22 @@ public enum SandboxAdmin {
 
     /// The minted code or token and the grant it belongs to.
     public struct Minted: Codable, Sendable {
-        enum CodingKeys: String, CodingKey { case value, grantID = "grant_id" }
+        enum CodingKeys: String, CodingKey {
+            case value
+            case grantID = "grant_id"
+        }
         public var value: String
         public var grantID: String
     }
 
     /// `POST /sandbox/id-tokens`: an identity token signed with the sandbox's current key, for verifier tests.
     public struct IdentityTokenRequest: Codable, Sendable {
-        enum CodingKeys: String, CodingKey { case subject, audience, issuer, expiresIn = "expires_in" }
+        enum CodingKeys: String, CodingKey {
+            case subject
+            case audience
+            case issuer
+            case expiresIn = "expires_in"
+        }
         public var subject: String
         public var audience: String
         public var issuer: String?

@@ -3,9 +3,13 @@
 /// Set at start (``AppleSandbox/Configuration/faults``) or at run time (`PUT /sandbox/faults`).
 public struct SandboxFaults: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
-        case internalErrorRate = "internal_error_rate", unavailableRate = "unavailable_rate"
-        case throttleRate = "throttle_rate", retryAfterSeconds = "retry_after_seconds"
-        case latencyMilliseconds = "latency_ms", hangRate = "hang_rate", dropRate = "drop_rate"
+        case internalErrorRate = "internal_error_rate"
+        case unavailableRate = "unavailable_rate"
+        case throttleRate = "throttle_rate"
+        case retryAfterSeconds = "retry_after_seconds"
+        case latencyMilliseconds = "latency_ms"
+        case hangRate = "hang_rate"
+        case dropRate = "drop_rate"
     }
 
     /// Share answered `500`.
@@ -24,8 +28,13 @@ public struct SandboxFaults: Codable, Sendable, Equatable {
     public var dropRate: Double
 
     public init(
-        internalErrorRate: Double = 0, unavailableRate: Double = 0, throttleRate: Double = 0, retryAfterSeconds: Int = 1,
-        latencyMilliseconds: Int = 0, hangRate: Double = 0, dropRate: Double = 0
+        internalErrorRate: Double = 0,
+        unavailableRate: Double = 0,
+        throttleRate: Double = 0,
+        retryAfterSeconds: Int = 1,
+        latencyMilliseconds: Int = 0,
+        hangRate: Double = 0,
+        dropRate: Double = 0
     ) {
         self.internalErrorRate = internalErrorRate
         self.unavailableRate = unavailableRate
@@ -69,7 +78,10 @@ public struct SandboxFaults: Codable, Sendable, Equatable {
 
     func fault(for draw: Double) -> Fault? {
         var threshold = 0.0
-        for (rate, fault) in [(internalErrorRate, Fault.internalError), (unavailableRate, .unavailable), (throttleRate, .throttle), (hangRate, .hang), (dropRate, .drop)] {
+        for (rate, fault) in [
+            (internalErrorRate, Fault.internalError), (unavailableRate, .unavailable), (throttleRate, .throttle), (hangRate, .hang),
+            (dropRate, .drop),
+        ] {
             threshold += rate
             if draw < threshold { return fault }
         }

@@ -3,8 +3,15 @@ import Foundation
 /// What happened to one grant (a user's authorization of an app), for tests to assert on.
 public struct SandboxGrantReport: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
-        case id, clientID = "client_id", subject, codeExchanges = "code_exchanges", rejectedCodeExchanges = "rejected_code_exchanges"
-        case validations, rejectedValidations = "rejected_validations", revoked, revocations, revokeCalls = "revoke_calls"
+        case id
+        case clientID = "client_id"
+        case subject
+        case codeExchanges = "code_exchanges"
+        case rejectedCodeExchanges = "rejected_code_exchanges"
+        case validations
+        case rejectedValidations = "rejected_validations"
+        case revoked, revocations
+        case revokeCalls = "revoke_calls"
         case calls
     }
 
@@ -44,7 +51,11 @@ public struct SandboxCall: Codable, Sendable, Equatable {
 
 /// Counters over every `/auth/*` call.
 public struct SandboxStatistics: Codable, Sendable, Equatable {
-    enum CodingKeys: String, CodingKey { case calls, byOutcome = "by_outcome", lastRejection = "last_rejection" }
+    enum CodingKeys: String, CodingKey {
+        case calls
+        case byOutcome = "by_outcome"
+        case lastRejection = "last_rejection"
+    }
     /// All `/auth/*` calls.
     public var calls: Int
     /// Counts keyed `"<endpoint> <status> <error>"`.

@@ -50,8 +50,17 @@ actor SandboxState {
         let id = UUID().uuidString.lowercased()
         grants[id] = Grant(
             report: SandboxGrantReport(
-                id: id, clientID: clientID, subject: subject, codeExchanges: 0, rejectedCodeExchanges: 0, validations: 0,
-                rejectedValidations: 0, revoked: false, revocations: 0, revokeCalls: 0, calls: []
+                id: id,
+                clientID: clientID,
+                subject: subject,
+                codeExchanges: 0,
+                rejectedCodeExchanges: 0,
+                validations: 0,
+                rejectedValidations: 0,
+                revoked: false,
+                revocations: 0,
+                revokeCalls: 0,
+                calls: []
             )
         )
         grantOrder.append(id)
@@ -181,7 +190,10 @@ actor SandboxState {
         }
         guard grant.report.clientID == clientID, !grant.report.revoked else {
             grants[entry.grantID]?.report.rejectedValidations += 1
-            return .rejected(error: "invalid_grant", description: grant.report.revoked ? "The refresh token has been revoked." : "client_id mismatch.")
+            return .rejected(
+                error: "invalid_grant",
+                description: grant.report.revoked ? "The refresh token has been revoked." : "client_id mismatch."
+            )
         }
         grants[entry.grantID]?.report.validations += 1
         let access = addToken(.access, to: entry.grantID)

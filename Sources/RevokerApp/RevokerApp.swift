@@ -78,7 +78,10 @@ public struct RevokerApp: Sendable {
         (self.ports, self.portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         self.servesAPI = parts.contains(.api)
         self.startup = StartupCheck(
-            database: database, place: "\(settings.host ?? "?"):\(settings.port ?? 0)", requireCurrentSchema: requireCurrentSchema, logger: logger
+            database: database,
+            place: "\(settings.host ?? "?"):\(settings.port ?? 0)",
+            requireCurrentSchema: requireCurrentSchema,
+            logger: logger
         )
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database)]
@@ -88,15 +91,21 @@ public struct RevokerApp: Sendable {
             let apps: AppleApps
             do {
                 apps = try await AppleApps(
-                    apps: configuration.apps.values, clientSecretLifetime: configuration.worker.clientSecretLifetime, client: pool
+                    apps: configuration.apps.values,
+                    clientSecretLifetime: configuration.worker.clientSecretLifetime,
+                    client: pool
                 )
             } catch let error as AppleSignInError {
                 try? await pool.httpClient.shutdown()
                 throw RevokerAppError(.configuration, error.message)
             }
             let worker = RevocationWorker(
-                queue: queue, apps: apps, settings: configuration.worker, mode: workerMode,
-                metrics: WorkerMetrics(factory: PrometheusMetricsFactory(registry: metrics)), logger: logger
+                queue: queue,
+                apps: apps,
+                settings: configuration.worker,
+                mode: workerMode,
+                metrics: WorkerMetrics(factory: PrometheusMetricsFactory(registry: metrics)),
+                logger: logger
             )
             self.worker = worker
             let ending: ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior =
@@ -107,8 +116,13 @@ public struct RevokerApp: Sendable {
         }
         if parts.contains(.api) {
             let api = RevokerAPI(
-                database: database, queue: queue, settings: configuration.http, clientIDs: Set(configuration.apps.keys),
-                defaultMaxAttempts: configuration.worker.maxAttempts, registry: metrics, logger: logger
+                database: database,
+                queue: queue,
+                settings: configuration.http,
+                clientIDs: Set(configuration.apps.keys),
+                defaultMaxAttempts: configuration.worker.maxAttempts,
+                registry: metrics,
+                logger: logger
             )
             self.api = api
             let portContinuation = self.portContinuation
@@ -155,7 +169,10 @@ public struct RevokerApp: Sendable {
                 if servesAPI {
                     var iterator = ports.makeAsyncIterator()
                     guard let bound = await iterator.next() else {
-                        throw RevokerAppError(.configuration, "The API stopped before it listened on \(configuration.http.host):\(configuration.http.port).")
+                        throw RevokerAppError(
+                            .configuration,
+                            "The API stopped before it listened on \(configuration.http.host):\(configuration.http.port)."
+                        )
                     }
                     port = bound
                 }
@@ -176,7 +193,9 @@ public struct RevokerApp: Sendable {
 
     /// Runs `body` with a client for Apple (or the sandbox) as configured, shut down afterwards.
     public static func withAppleClient<T>(
-        _ configuration: RevokerConfiguration, logger: Logger, _ body: (AppleClient) async throws -> T
+        _ configuration: RevokerConfiguration,
+        logger: Logger,
+        _ body: (AppleClient) async throws -> T
     ) async throws -> T {
         let client = makeAppleClient(configuration, logger: logger)
         do {

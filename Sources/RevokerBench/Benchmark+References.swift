@@ -14,7 +14,7 @@ extension Benchmark {
             return references
         }
         try await ScratchDatabase.withScratchDatabase(on: options.databaseURL) { database in
-            try await database.client.query("CREATE TABLE commits (id bigserial PRIMARY KEY, value int NOT NULL)", logger: logger).collect()
+            _ = try await database.client.query("CREATE TABLE commits (id bigserial PRIMARY KEY, value int NOT NULL)", logger: logger).collect()
             let script = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-bench-\(UUID().uuidString).sql")
             try Data("INSERT INTO commits (value) VALUES (1);\n".utf8).write(to: script)
             defer { try? FileManager.default.removeItem(at: script) }
@@ -63,7 +63,9 @@ extension Benchmark {
                 }
                 let elapsed = seconds(ContinuousClock.now - started)
                 return .init(
-                    pairs: pairs, concurrency: width, pairsPerSecond: Double(pairs) / elapsed,
+                    pairs: pairs,
+                    concurrency: width,
+                    pairsPerSecond: Double(pairs) / elapsed,
                     cpuSecondsPer1000: (ProcessStatistics.ownCPUSeconds() - cpu) / Double(pairs) * 1000
                 )
             }

@@ -1,9 +1,9 @@
 import AppleSignInSandbox
 import Foundation
 import PostgresNIO
-import RevokerStore
-import RevokerLocalStack
 import RevokerConfiguration
+import RevokerLocalStack
+import RevokerStore
 import RevokerWorker
 
 extension Benchmark {
@@ -16,7 +16,13 @@ extension Benchmark {
             for path in EnqueuePath.allCases {
                 let grants = Grant.unchecked(options.requests, apps: Self.apps, prefix: "\(path.rawValue)-")
                 let rate = try await withOwnClient(stage) { client in
-                    try await path.enqueue(grants, width: options.enqueueConcurrency, client: client, configuration: stage.configuration, logger: logger)
+                    try await path.enqueue(
+                        grants,
+                        width: options.enqueueConcurrency,
+                        client: client,
+                        configuration: stage.configuration,
+                        logger: logger
+                    )
                 }
                 rates.append(rate)
             }
@@ -34,7 +40,13 @@ extension Benchmark {
         return try await withStage(latency: latency, worker: worker) { stage in
             let grants = try await Grant.mint(options.requests, apps: Self.apps, prefix: "user-", sandbox: stage.sandbox)
             let enqueue = try await withOwnClient(stage) { client in
-                try await EnqueuePath.swift.enqueue(grants, width: options.enqueueConcurrency, client: client, configuration: stage.configuration, logger: logger)
+                try await EnqueuePath.swift.enqueue(
+                    grants,
+                    width: options.enqueueConcurrency,
+                    client: client,
+                    configuration: stage.configuration,
+                    logger: logger
+                )
             }
             let counters = try await DatabaseCounters(stage.database, logger: logger)
             let postgresCPU = ProcessStatistics.postgresCPUSeconds(postmaster: counters.postmaster)
@@ -81,8 +93,13 @@ extension Benchmark {
             problems += try await outcome.problems(expected: grants, sandbox: stage.sandbox)
             let revocations = Double(max(outcome.revoked, 1))
             return BenchmarkReport.Drain(
-                latencyMilliseconds: latency, workerProcesses: processes, concurrencyPerProcess: concurrency, batchSize: batch,
-                requests: grants.count, enqueue: enqueue, seconds: outcome.seconds,
+                latencyMilliseconds: latency,
+                workerProcesses: processes,
+                concurrencyPerProcess: concurrency,
+                batchSize: batch,
+                requests: grants.count,
+                enqueue: enqueue,
+                seconds: outcome.seconds,
                 revocationsPerSecond: outcome.seconds > 0 ? Double(outcome.revoked) / outcome.seconds : 0,
                 latency: BenchmarkReport.Percentiles(outcome.latencies),
                 workerPeakRSSMegabytes: Double(peakRSS.max() ?? 0) / 1_048_576,
@@ -91,8 +108,11 @@ extension Benchmark {
                 sandboxCPUSecondsPer1000: ownCPUUsed / revocations * 1000,
                 statementsPerRevocation: used.statements.map { Double($0) / revocations },
                 transactionsPerRevocation: Double(used.transactions) / revocations,
-                topStatements: used.top.map { .init(callsPerRevocation: Double($0.calls) / revocations, totalMilliseconds: $0.milliseconds, query: $0.query) },
-                valid: problems.isEmpty, problems: problems
+                topStatements: used.top.map {
+                    .init(callsPerRevocation: Double($0.calls) / revocations, totalMilliseconds: $0.milliseconds, query: $0.query)
+                },
+                valid: problems.isEmpty,
+                problems: problems
             )
         }
     }
@@ -103,7 +123,9 @@ extension Benchmark {
     func measurePickup() async throws -> BenchmarkReport.Pickup {
         try await withStage { stage in
             let queue = RevocationQueue(
-                client: stage.database.client, sealer: CredentialSealer(keyring: stage.configuration.keyring), logger: logger
+                client: stage.database.client,
+                sealer: CredentialSealer(keyring: stage.configuration.keyring),
+                logger: logger
             )
             var problems: [String] = []
             let samples: [Double] = try await withWorkers(1, stage: stage) { workers in
@@ -111,7 +133,13 @@ extension Benchmark {
                 // The first request warms the worker's connections up; it is not counted.
                 for index in 0...options.pickupSamples {
                     let minted = try await stage.sandbox.admin.mintRefreshToken(clientID: Self.apps[0], subject: "pickup-\(index)")
-                    let grant = Grant(clientID: Self.apps[0], reference: "pickup-\(index)", kind: .refreshToken, secret: minted.value, grantID: minted.grantID)
+                    let grant = Grant(
+                        clientID: Self.apps[0],
+                        reference: "pickup-\(index)",
+                        kind: .refreshToken,
+                        secret: minted.value,
+                        grantID: minted.grantID
+                    )
                     _ = try await queue.enqueue(grant.newRevocation, actor: "bench")
                     let committed = Date()
                     let deadline = ContinuousClock.now + .seconds(10)
@@ -157,8 +185,9 @@ struct DatabaseCounters {
         let backend = try await database.client.query("\(unescaped: Benchmark.marker) SELECT pg_backend_pid()", logger: logger).collect()
         postmaster = try backend.first.flatMap { ProcessStatistics.parent(of: try $0.decode(Int32.self)) } ?? 0
         if statementsAvailable {
-            try await database.client.query("\(unescaped: Benchmark.marker) CREATE EXTENSION IF NOT EXISTS pg_stat_statements", logger: logger).collect()
-            try await database.client.query("\(unescaped: Benchmark.marker) SELECT pg_stat_statements_reset()", logger: logger).collect()
+            _ = try await database.client.query("\(unescaped: Benchmark.marker) CREATE EXTENSION IF NOT EXISTS pg_stat_statements", logger: logger)
+                .collect()
+            _ = try await database.client.query("\(unescaped: Benchmark.marker) SELECT pg_stat_statements_reset()", logger: logger).collect()
         }
         // Backends of closed clients flush their statistics as they exit: give them a moment.
         try await Task.sleep(for: .milliseconds(500))

@@ -3,11 +3,12 @@ import AppleSignInSandbox
 import Foundation
 import Logging
 import PostgresNIO
-import RevokerStore
 import RevokerApp
 import RevokerConfiguration
 import RevokerLocalStack
+import RevokerStore
 import RevokerWorker
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +31,11 @@ public struct Benchmark: Sendable {
     let progress: @Sendable (String) -> Void
 
     /// - Parameter progress: receives a line per step (to standard error in `revoker bench`).
-    public init(options: BenchmarkOptions, logger: Logger = Logger(label: "revoker.bench", factory: { _ in SwiftLogNoOpLogHandler() }), progress: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        options: BenchmarkOptions,
+        logger: Logger = Logger(label: "revoker.bench", factory: { _ in SwiftLogNoOpLogHandler() }),
+        progress: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.options = options
         self.logger = logger
         self.progress = progress
@@ -52,9 +57,13 @@ public struct Benchmark: Sendable {
         var drains: [BenchmarkReport.Drain] = []
         for latency in options.latenciesMilliseconds {
             for processes in options.workerProcesses {
-                progress("drain: \(options.requests) requests, Apple latency \(latency) ms, \(processes) worker process(es), concurrency \(options.concurrency(atLatency: latency)) each")
+                progress(
+                    "drain: \(options.requests) requests, Apple latency \(latency) ms, \(processes) worker process(es), concurrency \(options.concurrency(atLatency: latency)) each"
+                )
                 let drain = try await measureDrain(latency: latency, processes: processes)
-                progress("  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s\(drain.valid ? "" : " INVALID: \(drain.problems.joined(separator: "; "))")")
+                progress(
+                    "  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s\(drain.valid ? "" : " INVALID: \(drain.problems.joined(separator: "; "))")"
+                )
                 drains.append(drain)
             }
         }
@@ -64,7 +73,12 @@ public struct Benchmark: Sendable {
             pickup = try await measurePickup()
         }
         return BenchmarkReport(
-            startedAt: startedAt, machine: machine, requests: options.requests, references: references, enqueue: enqueue, drains: drains,
+            startedAt: startedAt,
+            machine: machine,
+            requests: options.requests,
+            references: references,
+            enqueue: enqueue,
+            drains: drains,
             pickup: pickup
         )
     }
@@ -89,7 +103,8 @@ public struct Benchmark: Sendable {
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 let configuration = try RevokerConfiguration.load(
-                    file: files.configFile, environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                    file: files.configFile,
+                    environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
                 )
                 return try await body(Stage(database: database, sandbox: sandbox, files: files, configuration: configuration))
             }
@@ -127,7 +142,8 @@ public struct Benchmark: Sendable {
 
     func describeMachine() async throws -> BenchmarkReport.Machine {
         let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":", maxSplits: 1).last?
+        let model =
+            cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") }?.split(separator: ":", maxSplits: 1).last?
             .trimmingCharacters(in: .whitespaces) ?? "unknown"
         return try await ScratchDatabase.withScratchDatabase(on: options.databaseURL) { database in
             var settings: [String: String] = [:]
@@ -137,8 +153,11 @@ public struct Benchmark: Sendable {
             }
             let version = settings.removeValue(forKey: "server_version") ?? ""
             return .init(
-                cores: ProcessInfo.processInfo.activeProcessorCount, memoryMegabytes: Int(ProcessInfo.processInfo.physicalMemory / 1_048_576),
-                cpuModel: model, postgresVersion: version, postgresSettings: settings
+                cores: ProcessInfo.processInfo.activeProcessorCount,
+                memoryMegabytes: Int(ProcessInfo.processInfo.physicalMemory / 1_048_576),
+                cpuModel: model,
+                postgresVersion: version,
+                postgresSettings: settings
             )
         }
     }

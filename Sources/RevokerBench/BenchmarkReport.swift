@@ -126,7 +126,13 @@ public struct BenchmarkReport: Codable, Sendable {
     public var valid: Bool
 
     init(
-        startedAt: Date, machine: Machine, requests: Int, references: References, enqueue: [EnqueueRate], drains: [Drain], pickup: Pickup?
+        startedAt: Date,
+        machine: Machine,
+        requests: Int,
+        references: References,
+        enqueue: [EnqueueRate],
+        drains: [Drain],
+        pickup: Pickup?
     ) {
         self.startedAt = startedAt
         self.machine = machine
@@ -170,7 +176,9 @@ extension BenchmarkReport {
         lines.append("")
         lines.append("Enqueue (\(requests) requests per path)")
         for rate in enqueue {
-            lines.append("  \(rate.path.padding(toLength: 6, withPad: " ", startingAt: 0)) \(Self.number(rate.perSecond))/s (concurrency \(rate.concurrency))")
+            lines.append(
+                "  \(rate.path.padding(toLength: 6, withPad: " ", startingAt: 0)) \(Self.number(rate.perSecond))/s (concurrency \(rate.concurrency))"
+            )
         }
         lines.append("")
         let header = [
@@ -196,7 +204,8 @@ extension BenchmarkReport {
                     + "p99 \(Self.decimal(ms.p99, 1)) ms, max \(Self.decimal(ms.max, 1)) ms" + (pickup.valid ? "" : " (INVALID)")
             )
         }
-        let problems = drains.flatMap { drain in drain.problems.map { "\(drain.latencyMilliseconds) ms, \(drain.workerProcesses) process(es): \($0)" } }
+        let problems =
+            drains.flatMap { drain in drain.problems.map { "\(drain.latencyMilliseconds) ms, \(drain.workerProcesses) process(es): \($0)" } }
             + (pickup?.problems ?? []).map { "pickup: \($0)" }
         if !problems.isEmpty {
             lines.append("")

@@ -8,11 +8,11 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import PostgresNIO
-import RevokerHTTP
-import RevokerStore
 import RevokerApp
 import RevokerConfiguration
+import RevokerHTTP
 import RevokerLocalStack
+import RevokerStore
 
 /// One user's grant as the app holds it: what the benchmark enqueues. The secret stays in memory.
 struct Grant: Sendable {
@@ -63,7 +63,11 @@ enum EnqueuePath: String, CaseIterable, Sendable {
 
     /// Enqueues every grant through this path with `width` concurrent callers and returns the rate.
     func enqueue(
-        _ grants: [Grant], width: Int, client: PostgresClient, configuration: RevokerConfiguration, logger: Logger
+        _ grants: [Grant],
+        width: Int,
+        client: PostgresClient,
+        configuration: RevokerConfiguration,
+        logger: Logger
     ) async throws -> BenchmarkReport.EnqueueRate {
         let started = ContinuousClock.now
         switch self {
@@ -89,7 +93,10 @@ enum EnqueuePath: String, CaseIterable, Sendable {
 
     /// Serves the HTTP API in this process on a free port and posts every grant to `/v1/revocations`.
     private static func enqueueOverHTTP(
-        _ grants: [Grant], width: Int, configuration: RevokerConfiguration, logger: Logger
+        _ grants: [Grant],
+        width: Int,
+        configuration: RevokerConfiguration,
+        logger: Logger
     ) async throws -> BenchmarkReport.EnqueueRate {
         let apiKey = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0).base64EncodedString() }
         var configuration = configuration
@@ -101,7 +108,7 @@ enum EnqueuePath: String, CaseIterable, Sendable {
             var clientConfiguration = HTTPClient.Configuration()
             clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: width)
             let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: clientConfiguration)
-            defer { _ = http.shutdown { _ in } }
+            defer { http.shutdown { _ in } }
             let started = ContinuousClock.now
             _ = try await concurrently(grants.count, width: width) { index in
                 let grant = grants[index]

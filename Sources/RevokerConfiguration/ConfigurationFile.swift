@@ -13,7 +13,10 @@ struct ConfigurationFile: Decodable {
     var http: HTTPEntry?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case databaseURL = "database_url", appleBaseURL = "apple_base_url", sealingKeysFile = "sealing_keys_file", apps, worker, http
+        case databaseURL = "database_url"
+        case appleBaseURL = "apple_base_url"
+        case sealingKeysFile = "sealing_keys_file"
+        case apps, worker, http
     }
 
     init() {}
@@ -36,7 +39,11 @@ struct ConfigurationFile: Decodable {
         var redirectURI: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case clientID = "client_id", teamID = "team_id", keyID = "key_id", privateKeyFile = "private_key_file", redirectURI = "redirect_uri"
+            case clientID = "client_id"
+            case teamID = "team_id"
+            case keyID = "key_id"
+            case privateKeyFile = "private_key_file"
+            case redirectURI = "redirect_uri"
         }
 
         func load(where place: String) throws -> AppleAppSettings {
@@ -46,7 +53,12 @@ struct ConfigurationFile: Decodable {
                 throw ConfigurationError("\(place) lacks \(missing.joined(separator: ", ")).")
             }
             do {
-                let apple = try AppleApp(clientID: clientID, teamID: teamID, keyID: keyID, signingKey: AppleSigningKey.load(contentsOfFile: privateKeyFile))
+                let apple = try AppleApp(
+                    clientID: clientID,
+                    teamID: teamID,
+                    keyID: keyID,
+                    signingKey: AppleSigningKey.load(contentsOfFile: privateKeyFile)
+                )
                 return .init(apple: apple, defaultRedirectURI: redirectURI)
             } catch {
                 throw ConfigurationError("\(error.message) (\(place))")
@@ -68,10 +80,17 @@ struct ConfigurationFile: Decodable {
         var appleTimeoutSeconds: Double?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case concurrency, batchSize = "batch_size", leaseSeconds = "lease_seconds", maxAttempts = "max_attempts"
-            case pollIntervalSeconds = "poll_interval_seconds", retryBaseSeconds = "retry_base_seconds", retryCapSeconds = "retry_cap_seconds"
-            case pauseProbeSeconds = "pause_probe_seconds", shutdownGraceSeconds = "shutdown_grace_seconds"
-            case clientSecretLifetimeSeconds = "client_secret_lifetime_seconds", appleTimeoutSeconds = "apple_timeout_seconds"
+            case concurrency
+            case batchSize = "batch_size"
+            case leaseSeconds = "lease_seconds"
+            case maxAttempts = "max_attempts"
+            case pollIntervalSeconds = "poll_interval_seconds"
+            case retryBaseSeconds = "retry_base_seconds"
+            case retryCapSeconds = "retry_cap_seconds"
+            case pauseProbeSeconds = "pause_probe_seconds"
+            case shutdownGraceSeconds = "shutdown_grace_seconds"
+            case clientSecretLifetimeSeconds = "client_secret_lifetime_seconds"
+            case appleTimeoutSeconds = "apple_timeout_seconds"
         }
 
         func settings(source: String) throws -> WorkerSettings {
@@ -109,7 +128,9 @@ struct ConfigurationFile: Decodable {
         var apiKeys: [APIKeyEntry]?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case host, port, maxBodyBytes = "max_body_bytes", apiKeys = "api_keys"
+            case host, port
+            case maxBodyBytes = "max_body_bytes"
+            case apiKeys = "api_keys"
         }
 
         struct APIKeyEntry: Decodable {
@@ -126,7 +147,9 @@ struct ConfigurationFile: Decodable {
             var http = HTTPSettings()
             if let host { http.host = host }
             if let port {
-                guard (0...65_535).contains(port) else { throw ConfigurationError("http.port in \(source) must be between 0 (any free port) and 65535.") }
+                guard (0...65_535).contains(port) else {
+                    throw ConfigurationError("http.port in \(source) must be between 0 (any free port) and 65535.")
+                }
                 http.port = port
             }
             if let maxBodyBytes {
@@ -137,7 +160,8 @@ struct ConfigurationFile: Decodable {
             }
             for (index, entry) in (apiKeys ?? []).enumerated() {
                 let place = "http.api_keys[\(index)] in \(source)"
-                guard (1...64).contains(entry.name.count), entry.name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                guard (1...64).contains(entry.name.count), entry.name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) })
+                else {
                     throw ConfigurationError("\(place): name must be 1-64 letters, digits, '-', '_' or '.'.")
                 }
                 guard !http.apiKeys.contains(where: { $0.name == entry.name }) else {
@@ -175,7 +199,9 @@ struct ConfigurationFile: Decodable {
     /// Reads and checks the file at `path`.
     static func read(_ path: String) throws -> ConfigurationFile {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError("The configuration file '\(path)' does not exist or cannot be read (--config or \(RevokerConfiguration.Variable.configFile)).")
+            throw ConfigurationError(
+                "The configuration file '\(path)' does not exist or cannot be read (--config or \(RevokerConfiguration.Variable.configFile))."
+            )
         }
         let object: Any
         do {
@@ -198,14 +224,21 @@ struct ConfigurationFile: Decodable {
             try rejectUnknownKeys(http, allowed: HTTPEntry.CodingKeys.allCases.map(\.rawValue), place: "http", path: path)
             for (index, key) in (http["api_keys"] as? [Any] ?? []).enumerated() {
                 guard let key = key as? [String: Any] else { throw ConfigurationError("http.api_keys[\(index)] in '\(path)' must be an object.") }
-                try rejectUnknownKeys(key, allowed: HTTPEntry.APIKeyEntry.CodingKeys.allCases.map(\.rawValue), place: "http.api_keys[\(index)]", path: path)
+                try rejectUnknownKeys(
+                    key,
+                    allowed: HTTPEntry.APIKeyEntry.CodingKeys.allCases.map(\.rawValue),
+                    place: "http.api_keys[\(index)]",
+                    path: path
+                )
             }
         }
         do {
             return try JSONDecoder().decode(ConfigurationFile.self, from: data)
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
             let field = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            throw ConfigurationError("In the configuration file '\(path)', \(field.isEmpty ? "a value" : String(field.dropFirst())) has the wrong type.")
+            throw ConfigurationError(
+                "In the configuration file '\(path)', \(field.isEmpty ? "a value" : String(field.dropFirst())) has the wrong type."
+            )
         } catch let DecodingError.keyNotFound(key, context) {
             let field = (context.codingPath + [key]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
             throw ConfigurationError("In the configuration file '\(path)', \(field.dropFirst()) is missing.")

@@ -33,7 +33,13 @@ public struct RevokerConfiguration: Sendable {
         }
     }
 
-    public init(databaseURL: String, appleBaseURL: String, keyring: CredentialKeyring, apps: [String: AppleAppSettings], worker: WorkerSettings = .init()) {
+    public init(
+        databaseURL: String,
+        appleBaseURL: String,
+        keyring: CredentialKeyring,
+        apps: [String: AppleAppSettings],
+        worker: WorkerSettings = .init()
+    ) {
         self.databaseURL = databaseURL
         self.appleBaseURL = appleBaseURL
         self.keyring = keyring
@@ -80,7 +86,9 @@ extension RevokerConfiguration {
         let databaseURL = environment[Variable.databaseURL].flatMap { $0.isEmpty ? nil : $0 } ?? document.databaseURL ?? ""
         if needs.contains(.database) {
             guard !databaseURL.isEmpty else {
-                throw ConfigurationError("No database: set \(Variable.databaseURL) (postgres://user:password@host:5432/database) or \"database_url\" in the configuration file.")
+                throw ConfigurationError(
+                    "No database: set \(Variable.databaseURL) (postgres://user:password@host:5432/database) or \"database_url\" in the configuration file."
+                )
             }
             do throws(RevokerStoreError) {
                 _ = try PostgresClient.Configuration(url: databaseURL)
@@ -89,9 +97,12 @@ extension RevokerConfiguration {
             }
         }
 
-        let appleBaseURL = environment[Variable.appleBaseURL].flatMap { $0.isEmpty ? nil : $0 } ?? document.appleBaseURL ?? AppleClient.Configuration.appleBaseURL
+        let appleBaseURL =
+            environment[Variable.appleBaseURL].flatMap { $0.isEmpty ? nil : $0 } ?? document.appleBaseURL ?? AppleClient.Configuration.appleBaseURL
         guard let url = URL(string: appleBaseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ConfigurationError("The Apple base URL '\(appleBaseURL.prefix(200))' (\(Variable.appleBaseURL) or \"apple_base_url\") is not an http(s) URL.")
+            throw ConfigurationError(
+                "The Apple base URL '\(appleBaseURL.prefix(200))' (\(Variable.appleBaseURL) or \"apple_base_url\") is not an http(s) URL."
+            )
         }
 
         let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring))

@@ -34,7 +34,8 @@ enum JSONInput {
         }
         if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw APIProblem.badRequest(
-                "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).", field: String(unknown.prefix(64))
+                "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).",
+                field: String(unknown.prefix(64))
             )
         }
         return object
@@ -100,7 +101,8 @@ struct QueryInput {
             let key = String(name)
             guard allowed.contains(key) else {
                 throw APIProblem.badRequest(
-                    "Unknown query parameter; known: \(allowed.sorted().joined(separator: ", ")).", field: String(key.prefix(64))
+                    "Unknown query parameter; known: \(allowed.sorted().joined(separator: ", ")).",
+                    field: String(key.prefix(64))
                 )
             }
             guard values[key] == nil else { throw APIProblem.badRequest("This parameter is given twice.", field: key) }

@@ -24,11 +24,23 @@ struct RevocationView: Encodable {
     var finishedAt: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, clientID = "client_id", externalReference = "external_reference", appleUserID = "apple_user_id"
-        case credentialKind = "credential_kind", enqueuedKind = "enqueued_kind", hasCredential = "has_credential"
-        case redirectURI = "redirect_uri", state, outcome, attempts, maxAttempts = "max_attempts", runAfter = "run_after"
-        case lastErrorCode = "last_error_code", lastErrorDescription = "last_error_description", requeuedFrom = "requeued_from"
-        case createdAt = "created_at", updatedAt = "updated_at", finishedAt = "finished_at"
+        case id
+        case clientID = "client_id"
+        case externalReference = "external_reference"
+        case appleUserID = "apple_user_id"
+        case credentialKind = "credential_kind"
+        case enqueuedKind = "enqueued_kind"
+        case hasCredential = "has_credential"
+        case redirectURI = "redirect_uri"
+        case state, outcome, attempts
+        case maxAttempts = "max_attempts"
+        case runAfter = "run_after"
+        case lastErrorCode = "last_error_code"
+        case lastErrorDescription = "last_error_description"
+        case requeuedFrom = "requeued_from"
+        case createdAt = "created_at"
+        case updatedAt = "updated_at"
+        case finishedAt = "finished_at"
     }
 
     init(_ request: RevocationRequest) {

@@ -28,8 +28,13 @@ public struct RevokerAPI: Sendable {
     ///   - defaultMaxAttempts: for a request that names none.
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
     public init(
-        database: PostgresClient, queue: RevocationQueue, settings: HTTPSettings, clientIDs: Set<String>, defaultMaxAttempts: Int,
-        registry: PrometheusCollectorRegistry, logger: Logger
+        database: PostgresClient,
+        queue: RevocationQueue,
+        settings: HTTPSettings,
+        clientIDs: Set<String>,
+        defaultMaxAttempts: Int,
+        registry: PrometheusCollectorRegistry,
+        logger: Logger
     ) {
         self.database = database
         self.queue = queue
@@ -126,8 +131,12 @@ public struct RevokerAPI: Sendable {
         }
         let result = try await queue.enqueue(
             NewRevocation(
-                clientID: clientID, externalReference: reference, appleUserID: appleUserID, credential: credential,
-                redirectURI: redirectURI, maxAttempts: maxAttempts
+                clientID: clientID,
+                externalReference: reference,
+                appleUserID: appleUserID,
+                credential: credential,
+                redirectURI: redirectURI,
+                maxAttempts: maxAttempts
             ),
             actor: "api:\(actor)"
         )
@@ -153,8 +162,11 @@ public struct RevokerAPI: Sendable {
         }
         let requests = try await queue.list(
             RevocationFilter(
-                clientID: try query.string("client_id"), externalReference: try query.string("external_reference"),
-                appleUserID: try query.string("apple_user_id"), state: state, createdBefore: try query.date("created_before"),
+                clientID: try query.string("client_id"),
+                externalReference: try query.string("external_reference"),
+                appleUserID: try query.string("apple_user_id"),
+                state: state,
+                createdBefore: try query.date("created_before"),
                 limit: try query.integer("limit", range: 1...1000) ?? 100
             )
         )
@@ -201,7 +213,8 @@ public struct RevokerAPI: Sendable {
     func auditTrail(_ request: Request) async throws -> Response {
         _ = try keys.authorize(request, .auditRead)
         let query = try QueryInput(
-            request, allowed: ["request_id", "external_reference", "client_id", "apple_user_id", "event", "from", "to", "cursor", "limit"]
+            request,
+            allowed: ["request_id", "external_reference", "client_id", "apple_user_id", "event", "from", "to", "cursor", "limit"]
         )
         var events: [AuditEventKind]?
         if let name = query.values["event"] {
@@ -211,9 +224,14 @@ public struct RevokerAPI: Sendable {
             events = [kind]
         }
         let auditQuery = AuditQuery(
-            requestID: try query.uuid("request_id"), externalReference: try query.string("external_reference"),
-            clientID: try query.string("client_id"), appleUserID: try query.string("apple_user_id"), from: try query.date("from"),
-            to: try query.date("to"), events: events, cursor: try query.string("cursor", length: 1...200),
+            requestID: try query.uuid("request_id"),
+            externalReference: try query.string("external_reference"),
+            clientID: try query.string("client_id"),
+            appleUserID: try query.string("apple_user_id"),
+            from: try query.date("from"),
+            to: try query.date("to"),
+            events: events,
+            cursor: try query.string("cursor", length: 1...200),
             limit: try query.integer("limit", range: 1...1000) ?? 100
         )
         let page: AuditPage
@@ -263,7 +281,8 @@ public struct RevokerAPI: Sendable {
             metrics.queue(statistics)
         }
         return Response(
-            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            status: .ok,
+            headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
         )
     }
@@ -273,7 +292,11 @@ public struct RevokerAPI: Sendable {
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+        )
     }
 }
 
@@ -303,8 +326,10 @@ struct HTTPMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
 
     private func record(_ request: Request, context: Context, status: Int, started: ContinuousClock.Instant) {
         metrics.httpRequest(
-            route: context.endpointPath ?? "unmatched", method: Self.knownMethods.contains(request.method) ? request.method.rawValue : "other",
-            status: status, duration: ContinuousClock.now - started
+            route: context.endpointPath ?? "unmatched",
+            method: Self.knownMethods.contains(request.method) ? request.method.rawValue : "other",
+            status: status,
+            duration: ContinuousClock.now - started
         )
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,12 @@ public final class RevokerProcess: @unchecked Sendable {
     }
 
     /// Runs to completion and returns the exit status with what it printed.
-    public static func run(_ arguments: [String], environment: [String: String], stdin: Data? = nil, timeout: Duration = .seconds(120)) async throws -> Result {
+    public static func run(
+        _ arguments: [String],
+        environment: [String: String],
+        stdin: Data? = nil,
+        timeout: Duration = .seconds(120)
+    ) async throws -> Result {
         let process = try RevokerProcess(arguments, environment: environment, stdin: stdin)
         return try await process.wait(timeout: timeout)
     }

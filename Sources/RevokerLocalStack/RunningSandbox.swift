@@ -19,7 +19,8 @@ public struct RunningSandbox: Sendable {
     ) async throws -> T {
         let sandbox = try await AppleSandbox(configuration: configuration)
         let logger = Logger(label: "revoker.sandbox", factory: { _ in SwiftLogNoOpLogHandler() })
-        return try await withServingApplication({ sandbox.application(port: 0, logger: logger, onServerRunning: $0) }) { port in
+        let serve = { sandbox.application(port: 0, logger: logger, onServerRunning: $0) }
+        return try await withServingApplication(serve) { port in
             let baseURL = "http://127.0.0.1:\(port)"
             return try await body(RunningSandbox(baseURL: baseURL, admin: AppleSandboxAdmin(baseURL: baseURL)))
         }

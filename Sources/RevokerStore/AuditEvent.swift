@@ -80,8 +80,13 @@ public struct AuditEvent: Sendable, Hashable {
 
     /// Creates an event draft.
     public init(
-        _ event: AuditEventKind, appleEndpoint: String? = nil, httpStatus: Int? = nil, appleError: String? = nil,
-        appleErrorDescription: String? = nil, latency: Duration? = nil, detail: String? = nil
+        _ event: AuditEventKind,
+        appleEndpoint: String? = nil,
+        httpStatus: Int? = nil,
+        appleError: String? = nil,
+        appleErrorDescription: String? = nil,
+        latency: Duration? = nil,
+        detail: String? = nil
     ) {
         self.event = event
         self.appleEndpoint = appleEndpoint.map { String($0.prefix(200)) }

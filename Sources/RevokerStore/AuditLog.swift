@@ -25,8 +25,15 @@ public struct AuditQuery: Sendable, Hashable {
 
     /// Creates a query.
     public init(
-        requestID: UUID? = nil, externalReference: String? = nil, clientID: String? = nil, appleUserID: String? = nil,
-        from: Date? = nil, to: Date? = nil, events: [AuditEventKind]? = nil, cursor: String? = nil, limit: Int = 100
+        requestID: UUID? = nil,
+        externalReference: String? = nil,
+        clientID: String? = nil,
+        appleUserID: String? = nil,
+        from: Date? = nil,
+        to: Date? = nil,
+        events: [AuditEventKind]? = nil,
+        cursor: String? = nil,
+        limit: Int = 100
     ) {
         self.requestID = requestID
         self.externalReference = externalReference
@@ -76,14 +83,33 @@ public struct AuditLog: Sendable {
             """
         var binds = PostgresBindings()
         func next() -> String { "$\(binds.count)" }
-        if let value = query.requestID { binds.append(value); sql += " AND request_id = \(next())" }
-        if let value = query.externalReference { binds.append(value); sql += " AND external_reference = \(next())" }
-        if let value = query.clientID { binds.append(value); sql += " AND client_id = \(next())" }
-        if let value = query.appleUserID { binds.append(value); sql += " AND apple_user_id = \(next())" }
-        if let value = query.from { binds.append(value); sql += " AND occurred_at >= \(next())" }
-        if let value = query.to { binds.append(value); sql += " AND occurred_at < \(next())" }
+        if let value = query.requestID {
+            binds.append(value)
+            sql += " AND request_id = \(next())"
+        }
+        if let value = query.externalReference {
+            binds.append(value)
+            sql += " AND external_reference = \(next())"
+        }
+        if let value = query.clientID {
+            binds.append(value)
+            sql += " AND client_id = \(next())"
+        }
+        if let value = query.appleUserID {
+            binds.append(value)
+            sql += " AND apple_user_id = \(next())"
+        }
+        if let value = query.from {
+            binds.append(value)
+            sql += " AND occurred_at >= \(next())"
+        }
+        if let value = query.to {
+            binds.append(value)
+            sql += " AND occurred_at < \(next())"
+        }
         if let events = query.events {
-            binds.append(events.map(\.rawValue)); sql += " AND event = ANY(\(next())::text[])"
+            binds.append(events.map(\.rawValue))
+            sql += " AND event = ANY(\(next())::text[])"
         }
         if let cursor = query.cursor {
             let (micros, id) = try Self.decodeCursor(cursor)
@@ -101,13 +127,28 @@ public struct AuditLog: Sendable {
             try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: self.logger).collect()
         }
         for row in rows {
-            let cells = try row.decode((Int64, Int64, UUID?, String?, String?, String?, String, Int?, String, String?, Int?, String?, String?, Int?, String?).self)
-            records.append(AuditRecord(
-                id: cells.0, occurredAt: Date(timeIntervalSince1970: Double(cells.1) / 1_000_000), requestID: cells.2,
-                clientID: cells.3, externalReference: cells.4, appleUserID: cells.5, event: cells.6,
-                attempt: cells.7, actor: cells.8, appleEndpoint: cells.9, httpStatus: cells.10, appleError: cells.11,
-                appleErrorDescription: cells.12, latencyMilliseconds: cells.13, detail: cells.14
-            ))
+            let cells = try row.decode(
+                (Int64, Int64, UUID?, String?, String?, String?, String, Int?, String, String?, Int?, String?, String?, Int?, String?).self
+            )
+            records.append(
+                AuditRecord(
+                    id: cells.0,
+                    occurredAt: Date(timeIntervalSince1970: Double(cells.1) / 1_000_000),
+                    requestID: cells.2,
+                    clientID: cells.3,
+                    externalReference: cells.4,
+                    appleUserID: cells.5,
+                    event: cells.6,
+                    attempt: cells.7,
+                    actor: cells.8,
+                    appleEndpoint: cells.9,
+                    httpStatus: cells.10,
+                    appleError: cells.11,
+                    appleErrorDescription: cells.12,
+                    latencyMilliseconds: cells.13,
+                    detail: cells.14
+                )
+            )
             micros.append(cells.1)
         }
         var cursor: String?
@@ -128,7 +169,8 @@ public struct AuditLog: Sendable {
 
     static func decodeCursor(_ cursor: String) throws(RevokerStoreError) -> (Int64, Int64) {
         let parts = cursor.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "v1", parts[1...].allSatisfy({ (1...18).contains($0.count) && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+        guard parts.count == 3, parts[0] == "v1",
+            parts[1...].allSatisfy({ (1...18).contains($0.count) && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
             let micros = Int64(parts[1]), let id = Int64(parts[2])
         else {
             throw RevokerStoreError(.invalidArgument, "malformed cursor")

@@ -152,7 +152,8 @@ public struct CredentialSealer: Sendable {
         do {
             let box = try AES.GCM.SealedBox(combined: sealed.bytes.dropFirst())
             let plain = try AES.GCM.open(
-                box, using: key,
+                box,
+                using: key,
                 authenticating: Self.aad(requestID: requestID, kind: kind, keyID: sealed.keyID)
             )
             guard let secret = String(bytes: plain, encoding: .utf8) else {

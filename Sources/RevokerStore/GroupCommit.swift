@@ -55,7 +55,9 @@ final class GroupCommit<Item: Sendable>: Sendable {
         let outcome: Result<[Bool], any Error>
         do {
             let applied = try await execute([own] + others.map(\.item))
-            outcome = applied.count == others.count + 1 ? .success(applied) : .failure(RevokerStoreError(.unexpectedData, "a batched statement answered for the wrong number of requests"))
+            outcome =
+                applied.count == others.count + 1
+                ? .success(applied) : .failure(RevokerStoreError(.unexpectedData, "a batched statement answered for the wrong number of requests"))
         } catch {
             outcome = .failure(error)
         }

@@ -29,7 +29,7 @@ public struct Migration: Sendable, Hashable {
     /// line here (SwiftPM names the embedded bytes after the file, with a leading digit
     /// replaced by `_`); the test `everyMigrationFileIsEmbedded` fails until it is added.
     public static let all: [Migration] = [
-        Migration(version: 1, name: "0001_revocation_queue", sql: String(decoding: PackageResources._001_revocation_queue_sql, as: UTF8.self)),
+        Migration(version: 1, name: "0001_revocation_queue", sql: String(decoding: PackageResources._001_revocation_queue_sql, as: UTF8.self))
     ]
 }
 
@@ -42,7 +42,7 @@ public struct Migration: Sendable, Hashable {
 /// migrations this binary does not know.
 public struct Migrator: Sendable {
     /// Advisory lock key (`hashtext('revoker.migrations')` would vary; this is fixed).
-    static let lockKey: Int64 = 0x5245_564F_4B45_5231 // "REVOKER1"
+    static let lockKey: Int64 = 0x5245_564F_4B45_5231  // "REVOKER1"
 
     let client: PostgresClient
     let migrations: [Migration]
@@ -90,17 +90,22 @@ public struct Migrator: Sendable {
         }
     }
 
-    struct Applied { var name: String; var checksum: String? }
+    struct Applied {
+        var name: String
+        var checksum: String?
+    }
 
     func appliedMigrations() async throws -> [Int: Applied] {
         try await StoreDatabase.run(self.logger) {
             let exists = try await self.client.query(
-                "SELECT to_regclass('revoker.schema_migrations') IS NOT NULL", logger: self.logger
+                "SELECT to_regclass('revoker.schema_migrations') IS NOT NULL",
+                logger: self.logger
             ).collect()
             guard try exists.first?.decode(Bool.self) == true else { return [:] }
             var applied: [Int: Applied] = [:]
             let rows = try await self.client.query(
-                "SELECT version, name, checksum FROM revoker.schema_migrations", logger: self.logger
+                "SELECT version, name, checksum FROM revoker.schema_migrations",
+                logger: self.logger
             ).collect()
             for row in rows {
                 let (version, name, checksum) = try row.decode((Int, String, String?).self)
@@ -202,30 +207,46 @@ enum SQLStatementSplitter {
             let c = chars[index]
             let next: Unicode.Scalar? = index + 1 < chars.count ? chars[index + 1] : nil
             if c == "-" && next == "-" {
-                while index < chars.count && chars[index] != "\n" { current.append(chars[index]); index += 1 }
+                while index < chars.count && chars[index] != "\n" {
+                    current.append(chars[index])
+                    index += 1
+                }
                 continue
             }
             if c == "/" && next == "*" {
                 var depth = 0
                 while index < chars.count {
                     if chars[index] == "/" && index + 1 < chars.count && chars[index + 1] == "*" {
-                        depth += 1; current.append(chars[index]); current.append(chars[index + 1]); index += 2; continue
+                        depth += 1
+                        current.append(chars[index])
+                        current.append(chars[index + 1])
+                        index += 2
+                        continue
                     }
                     if chars[index] == "*" && index + 1 < chars.count && chars[index + 1] == "/" {
-                        depth -= 1; current.append(chars[index]); current.append(chars[index + 1]); index += 2
+                        depth -= 1
+                        current.append(chars[index])
+                        current.append(chars[index + 1])
+                        index += 2
                         if depth == 0 { break }
                         continue
                     }
-                    current.append(chars[index]); index += 1
+                    current.append(chars[index])
+                    index += 1
                 }
                 continue
             }
             if c == "'" || c == "\"" {
-                current.append(c); index += 1
+                current.append(c)
+                index += 1
                 while index < chars.count {
                     current.append(chars[index])
                     if chars[index] == c {
-                        if index + 1 < chars.count && chars[index + 1] == c { current.append(chars[index + 1]); index += 2; continue }
+                        if index + 1 < chars.count && chars[index + 1] == c {
+                            current.append(chars[index + 1])
+                            index += 2
+                            continue
+                        }
                         index += 1
                         break
                     }
@@ -243,14 +264,18 @@ enum SQLStatementSplitter {
                         index += tag.count
                         break
                     }
-                    current.append(chars[index]); index += 1
+                    current.append(chars[index])
+                    index += 1
                 }
                 continue
             }
             if c == ";" {
-                flush(); index += 1; continue
+                flush()
+                index += 1
+                continue
             }
-            current.append(c); index += 1
+            current.append(c)
+            index += 1
         }
         flush()
         return statements

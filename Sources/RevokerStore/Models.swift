@@ -86,8 +86,12 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
 
     /// Creates a new revocation.
     public init(
-        clientID: String, externalReference: String, appleUserID: String? = nil,
-        credential: Credential, redirectURI: String? = nil, maxAttempts: Int = 8
+        clientID: String,
+        externalReference: String,
+        appleUserID: String? = nil,
+        credential: Credential,
+        redirectURI: String? = nil,
+        maxAttempts: Int = 8
     ) {
         self.clientID = clientID
         self.externalReference = externalReference
@@ -304,8 +308,12 @@ public struct RevocationFilter: Sendable, Hashable {
 
     /// Creates a filter.
     public init(
-        clientID: String? = nil, externalReference: String? = nil, appleUserID: String? = nil,
-        state: RevocationState? = nil, createdBefore: Date? = nil, limit: Int = 100
+        clientID: String? = nil,
+        externalReference: String? = nil,
+        appleUserID: String? = nil,
+        state: RevocationState? = nil,
+        createdBefore: Date? = nil,
+        limit: Int = 100
     ) {
         self.clientID = clientID
         self.externalReference = externalReference

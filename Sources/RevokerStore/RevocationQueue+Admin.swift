@@ -64,7 +64,11 @@ extension RevocationQueue {
                 )
                 try await connection.run("DELETE FROM revoker.credential_intake WHERE request_id = \(id)", logger: logger)
                 try await Self.insertEvents(
-                    [AuditEvent(.cancelled), AuditEvent(.credentialErased)], requestID: id, actor: actor, on: connection, logger: logger
+                    [AuditEvent(.cancelled), AuditEvent(.credentialErased)],
+                    requestID: id,
+                    actor: actor,
+                    on: connection,
+                    logger: logger
                 )
                 guard let request = try await self.request(id: id, on: connection) else { return .notFound }
                 return .cancelled(request)
@@ -147,11 +151,17 @@ extension RevocationQueue {
                     )
                     try await Self.insertEvents(
                         [AuditEvent(.requeued, detail: "requeued as \(newID)"), AuditEvent(.credentialErased)],
-                        requestID: oldID, actor: actor, on: connection, logger: logger
+                        requestID: oldID,
+                        actor: actor,
+                        on: connection,
+                        logger: logger
                     )
                     try await Self.insertEvents(
                         [AuditEvent(.enqueued, detail: "requeued from \(oldID)")],
-                        requestID: newID, actor: actor, on: connection, logger: logger
+                        requestID: newID,
+                        actor: actor,
+                        on: connection,
+                        logger: logger
                     )
                     requeued.append(newID)
                 }
@@ -200,7 +210,8 @@ extension RevocationQueue {
         return try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
-                    "DELETE FROM revoker.app_pauses WHERE client_id = \(clientID) RETURNING client_id", logger: logger
+                    "DELETE FROM revoker.app_pauses WHERE client_id = \(clientID) RETURNING client_id",
+                    logger: logger
                 ).collect()
                 guard !rows.isEmpty else { return false }
                 try await connection.run(
@@ -222,7 +233,12 @@ extension RevocationQueue {
         }
         return try rows.map { row in
             let (clientID, code, description, pausedAt, nextProbeAt) = try row.decode((String, String, String?, Date, Date).self)
-            return AppPause(clientID: clientID, reason: AppPauseReason(code: code, description: description), pausedAt: pausedAt, nextProbeAt: nextProbeAt)
+            return AppPause(
+                clientID: clientID,
+                reason: AppPauseReason(code: code, description: description),
+                pausedAt: pausedAt,
+                nextProbeAt: nextProbeAt
+            )
         }
     }
 
@@ -233,7 +249,8 @@ extension RevocationQueue {
             var byState: [RevocationState: Int] = [:]
             var byOutcome: [QueueStatistics.Outcome: Int] = [:]
             for row in try await self.client.query(
-                "SELECT state, outcome, count(*)::int FROM revoker.revocation_requests GROUP BY state, outcome", logger: self.logger
+                "SELECT state, outcome, count(*)::int FROM revoker.revocation_requests GROUP BY state, outcome",
+                logger: self.logger
             ).collect() {
                 let (rawState, rawOutcome, count) = try row.decode((String, String?, Int).self)
                 guard let state = RevocationState(rawValue: rawState) else { continue }
@@ -256,8 +273,11 @@ extension RevocationQueue {
             ).collect()
             let (paused, intake) = try counts.first?.decode((Int, Int).self) ?? (0, 0)
             return QueueStatistics(
-                byState: byState, byOutcome: byOutcome, oldestDueAge: .milliseconds(max(0, ageMilliseconds)),
-                pausedApps: paused, unsealedIntake: intake
+                byState: byState,
+                byOutcome: byOutcome,
+                oldestDueAge: .milliseconds(max(0, ageMilliseconds)),
+                pausedApps: paused,
+                unsealedIntake: intake
             )
         }
     }
@@ -273,7 +293,8 @@ extension RevocationQueue {
 
     func request(id: UUID, on connection: PostgresConnection) async throws -> RevocationRequest? {
         let rows = try await connection.query(
-            "SELECT \(unescaped: Self.requestColumns) FROM revoker.revocation_requests r WHERE r.id = \(id)", logger: self.logger
+            "SELECT \(unescaped: Self.requestColumns) FROM revoker.revocation_requests r WHERE r.id = \(id)",
+            logger: self.logger
         ).collect()
         return try rows.first.map(Self.decodeRequest)
     }
@@ -285,11 +306,26 @@ extension RevocationQueue {
         }
         var sql = "SELECT \(Self.requestColumns) FROM revoker.revocation_requests r WHERE true"
         var binds = PostgresBindings()
-        if let value = filter.clientID { binds.append(value); sql += " AND r.client_id = $\(binds.count)" }
-        if let value = filter.externalReference { binds.append(value); sql += " AND r.external_reference = $\(binds.count)" }
-        if let value = filter.appleUserID { binds.append(value); sql += " AND r.apple_user_id = $\(binds.count)" }
-        if let value = filter.state { binds.append(value.rawValue); sql += " AND r.state = $\(binds.count)" }
-        if let value = filter.createdBefore { binds.append(value); sql += " AND r.created_at < $\(binds.count)" }
+        if let value = filter.clientID {
+            binds.append(value)
+            sql += " AND r.client_id = $\(binds.count)"
+        }
+        if let value = filter.externalReference {
+            binds.append(value)
+            sql += " AND r.external_reference = $\(binds.count)"
+        }
+        if let value = filter.appleUserID {
+            binds.append(value)
+            sql += " AND r.apple_user_id = $\(binds.count)"
+        }
+        if let value = filter.state {
+            binds.append(value.rawValue)
+            sql += " AND r.state = $\(binds.count)"
+        }
+        if let value = filter.createdBefore {
+            binds.append(value)
+            sql += " AND r.created_at < $\(binds.count)"
+        }
         binds.append(filter.limit)
         sql += " ORDER BY r.created_at DESC, r.id DESC LIMIT $\(binds.count)"
         let rows = try await StoreDatabase.run(self.logger) {

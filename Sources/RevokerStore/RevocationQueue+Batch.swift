@@ -12,8 +12,13 @@ extension RevocationQueue {
     /// One audit event as the batched statements read it.
     struct EventRow: Encodable, Sendable {
         enum CodingKeys: String, CodingKey {
-            case event, appleEndpoint = "apple_endpoint", httpStatus = "http_status", appleError = "apple_error"
-            case appleErrorDescription = "apple_error_description", latencyMilliseconds = "latency_ms", detail
+            case event
+            case appleEndpoint = "apple_endpoint"
+            case httpStatus = "http_status"
+            case appleError = "apple_error"
+            case appleErrorDescription = "apple_error_description"
+            case latencyMilliseconds = "latency_ms"
+            case detail
         }
         var event: String
         var appleEndpoint: String?
@@ -37,8 +42,12 @@ extension RevocationQueue {
     /// A fenced finish waiting for its statement.
     struct FinishRow: Encodable, Sendable {
         enum CodingKeys: String, CodingKey {
-            case id, fencingToken = "fencing_token", owner, state, outcome, keep, errorCode = "error_code"
-            case errorDescription = "error_description", events
+            case id
+            case fencingToken = "fencing_token"
+            case owner, state, outcome, keep
+            case errorCode = "error_code"
+            case errorDescription = "error_description"
+            case events
         }
         var id: UUID
         var fencingToken: Int64
@@ -54,7 +63,11 @@ extension RevocationQueue {
     /// A fenced credential replacement waiting for its statement.
     struct ReplaceRow: Encodable, Sendable {
         enum CodingKeys: String, CodingKey {
-            case id, fencingToken = "fencing_token", owner, kind, sealed, keyID = "key_id", events
+            case id
+            case fencingToken = "fencing_token"
+            case owner, kind, sealed
+            case keyID = "key_id"
+            case events
         }
         var id: UUID
         var fencingToken: Int64

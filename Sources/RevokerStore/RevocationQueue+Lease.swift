@@ -55,7 +55,10 @@ extension RevocationQueue {
         guard ms > 0 else { throw RevokerStoreError(.invalidArgument, "the lease extension must be positive") }
         guard !leases.isEmpty else { return 0 }
         struct Row: Encodable {
-            enum CodingKeys: String, CodingKey { case id, fencingToken = "fencing_token" }
+            enum CodingKeys: String, CodingKey {
+                case id
+                case fencingToken = "fencing_token"
+            }
             var id: UUID
             var fencingToken: Int64
         }
@@ -87,7 +90,10 @@ extension RevocationQueue {
     ///
     /// Concurrent calls share one statement (and one commit): see `GroupCommit`.
     public func finish(
-        _ lease: Lease, state: RevocationState, outcome: RevocationOutcome, error: RevocationError? = nil,
+        _ lease: Lease,
+        state: RevocationState,
+        outcome: RevocationOutcome,
+        error: RevocationError? = nil,
         events: [AuditEvent] = []
     ) async throws -> Bool {
         guard state == .succeeded || state == .failed, outcome.state == state else {
@@ -97,8 +103,14 @@ extension RevocationQueue {
         var closing = events + [AuditEvent(state == .succeeded ? .succeeded : .failed, detail: "outcome=\(outcome.rawValue)")]
         if !keep { closing.append(AuditEvent(.credentialErased)) }
         let row = FinishRow(
-            id: lease.requestID, fencingToken: lease.fencingToken, owner: lease.owner, state: state.rawValue, outcome: outcome.rawValue,
-            keep: keep, errorCode: error.map { String($0.code.prefix(100)) }, errorDescription: error?.description.map { String($0.prefix(500)) },
+            id: lease.requestID,
+            fencingToken: lease.fencingToken,
+            owner: lease.owner,
+            state: state.rawValue,
+            outcome: outcome.rawValue,
+            keep: keep,
+            errorCode: error.map { String($0.code.prefix(100)) },
+            errorDescription: error?.description.map { String($0.prefix(500)) },
             events: closing.map(EventRow.init)
         )
         let applied = try await finishes.submit(row) { rows in try await self.finishAll(rows) }
@@ -110,7 +122,11 @@ extension RevocationQueue {
     /// false the attempt is given back (an app paused on a configuration fault). Writes
     /// `events` and `retry_scheduled`. Returns false if the lease is stale.
     public func retry(
-        _ lease: Lease, after delay: Duration, error: RevocationError?, countsAttempt: Bool = true, events: [AuditEvent] = []
+        _ lease: Lease,
+        after delay: Duration,
+        error: RevocationError?,
+        countsAttempt: Bool = true,
+        events: [AuditEvent] = []
     ) async throws -> Bool {
         let ms = max(0, Self.milliseconds(delay))
         let logger = self.logger
@@ -132,7 +148,10 @@ extension RevocationQueue {
             let detail = "in \(ms) ms" + (countsAttempt ? "" : ", attempt not counted")
             try await Self.insertEvents(
                 [AuditEvent(.retryScheduled, appleError: error.map { String($0.code.prefix(100)) }, detail: detail)],
-                requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger
+                requestID: lease.requestID,
+                actor: lease.owner,
+                on: connection,
+                logger: logger
             )
         }
     }
@@ -151,7 +170,11 @@ extension RevocationQueue {
                 logger: logger
             )
             try await Self.insertEvents(
-                [AuditEvent(.released)], requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger
+                [AuditEvent(.released)],
+                requestID: lease.requestID,
+                actor: lease.owner,
+                on: connection,
+                logger: logger
             )
         }
     }
@@ -165,8 +188,13 @@ extension RevocationQueue {
         }
         let sealed = try self.sealer.seal(credential, requestID: lease.requestID)
         let row = ReplaceRow(
-            id: lease.requestID, fencingToken: lease.fencingToken, owner: lease.owner, kind: credential.kind.rawValue,
-            sealed: Data(sealed.bytes).base64EncodedString(), keyID: sealed.keyID, events: events.map(EventRow.init)
+            id: lease.requestID,
+            fencingToken: lease.fencingToken,
+            owner: lease.owner,
+            kind: credential.kind.rawValue,
+            sealed: Data(sealed.bytes).base64EncodedString(),
+            keyID: sealed.keyID,
+            events: events.map(EventRow.init)
         )
         let applied = try await replacements.submit(row) { rows in try await self.replaceAll(rows) }
         logFenced(lease, applied: applied, "Replaced the stored credential")

@@ -88,7 +88,11 @@ public struct RevocationQueue: Sendable {
 
     /// Inserts audit events for a request, filling request columns from the row.
     static func insertEvents(
-        _ events: [AuditEvent], requestID: UUID, actor: String, on connection: PostgresConnection, logger: Logger
+        _ events: [AuditEvent],
+        requestID: UUID,
+        actor: String,
+        on connection: PostgresConnection,
+        logger: Logger
     ) async throws {
         for event in events {
             try await connection.run(
@@ -143,7 +147,10 @@ public struct RevocationQueue: Sendable {
                     if let row = inserted.first {
                         try await Self.insertEvents(
                             [AuditEvent(.enqueued, detail: "kind=\(new.credential.kind.rawValue)")],
-                            requestID: id, actor: actor, on: connection, logger: logger
+                            requestID: id,
+                            actor: actor,
+                            on: connection,
+                            logger: logger
                         )
                         return .created(try Self.decodeRequest(row))
                     }
@@ -161,7 +168,8 @@ public struct RevocationQueue: Sendable {
                     let storedDigest = Array(try row.makeRandomAccess()["credential_digest"].decode(ByteBuffer.self).readableBytesView)
                     guard storedDigest == digest, request.enqueuedKind == new.credential.kind else {
                         throw RevokerStoreError(
-                            .conflict, "a live revocation request for this external reference has a different credential"
+                            .conflict,
+                            "a live revocation request for this external reference has a different credential"
                         )
                     }
                     return .existing(request)
@@ -230,7 +238,10 @@ public struct RevocationQueue: Sendable {
         try await connection.run("DELETE FROM revoker.credential_intake WHERE request_id = \(id)", logger: self.logger)
         try await Self.insertEvents(
             [AuditEvent(.credentialSealed, detail: "sealed from SQL intake")],
-            requestID: id, actor: "worker", on: connection, logger: self.logger
+            requestID: id,
+            actor: "worker",
+            on: connection,
+            logger: self.logger
         )
     }
 
@@ -299,7 +310,9 @@ public struct RevocationQueue: Sendable {
                     do {
                         if let sealedBytes, let keyID {
                             credential = try self.sealer.open(
-                                SealedCredential(keyID: keyID, bytes: sealedBytes), requestID: request.id, kind: request.credentialKind
+                                SealedCredential(keyID: keyID, bytes: sealedBytes),
+                                requestID: request.id,
+                                kind: request.credentialKind
                             )
                         } else if let intake {
                             credential = Credential(kind: request.credentialKind, secret: intake)
@@ -324,7 +337,10 @@ public struct RevocationQueue: Sendable {
                         )
                         try await Self.insertEvents(
                             [AuditEvent(.retryScheduled, detail: "credential cannot be opened (\(error.code)); retry in 1 hour")],
-                            requestID: request.id, actor: owner, on: connection, logger: self.logger
+                            requestID: request.id,
+                            actor: owner,
+                            on: connection,
+                            logger: self.logger
                         )
                         continue
                     }

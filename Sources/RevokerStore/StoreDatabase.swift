@@ -31,7 +31,9 @@ enum StoreDatabase {
             let detail = "code: \(error.code), sqlstate: \(state ?? "-"), message: \(message ?? "-")"
             if state == "RV409" {
                 return RevokerStoreError(
-                    .conflict, "a live revocation request for this external reference has a different credential", detail: detail
+                    .conflict,
+                    "a live revocation request for this external reference has a different credential",
+                    detail: detail
                 )
             }
             if state == "23514" || state == "22023" || state == "22001" {

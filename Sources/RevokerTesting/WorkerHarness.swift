@@ -45,13 +45,20 @@ public struct WorkerHarness: Sendable {
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 let configuration = try RevokerConfiguration.load(
-                    file: files.configFile, environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                    file: files.configFile,
+                    environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
                 )
                 let logs = CapturingLogHandler.Storage()
                 let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)
                 let queue = RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
                 let harness = WorkerHarness(
-                    database: database, sandbox: sandbox, files: files, configuration: configuration, queue: queue, logs: logs, logger: logger
+                    database: database,
+                    sandbox: sandbox,
+                    files: files,
+                    configuration: configuration,
+                    queue: queue,
+                    logs: logs,
+                    logger: logger
                 )
                 let result = try await body(harness)
                 try harness.expectNoSecretsInLogs()
@@ -63,8 +70,13 @@ public struct WorkerHarness: Sendable {
     /// A user signs in and the app later asks to delete them: mints a grant in the sandbox and enqueues it.
     @discardableResult
     public func enqueue(
-        clientID: String, reference: String, kind: CredentialKind, subject: String? = nil, appleUserID: String? = nil,
-        redirectURI: String? = nil, maxAttempts: Int? = nil
+        clientID: String,
+        reference: String,
+        kind: CredentialKind,
+        subject: String? = nil,
+        appleUserID: String? = nil,
+        redirectURI: String? = nil,
+        maxAttempts: Int? = nil
     ) async throws -> (request: RevocationRequest, grantID: String, secret: String) {
         let subject = subject ?? "sub-\(reference)"
         let minted: SandboxAdmin.Minted =
@@ -76,8 +88,11 @@ public struct WorkerHarness: Sendable {
         secrets.add(minted.value)
         let result = try await queue.enqueue(
             NewRevocation(
-                clientID: clientID, externalReference: reference, appleUserID: appleUserID,
-                credential: Credential(kind: kind, secret: minted.value), redirectURI: redirectURI,
+                clientID: clientID,
+                externalReference: reference,
+                appleUserID: appleUserID,
+                credential: Credential(kind: kind, secret: minted.value),
+                redirectURI: redirectURI,
                 maxAttempts: maxAttempts ?? configuration.worker.maxAttempts
             ),
             actor: "test"
@@ -86,7 +101,12 @@ public struct WorkerHarness: Sendable {
     }
 
     /// Enqueues `count` refresh tokens with references `prefix0`, `prefix1`, …; returns their grant ids.
-    public func enqueueMany(clientID: String, prefix: String, count: Int, kind: (Int) -> CredentialKind = { _ in .refreshToken }) async throws -> [String] {
+    public func enqueueMany(
+        clientID: String,
+        prefix: String,
+        count: Int,
+        kind: (Int) -> CredentialKind = { _ in .refreshToken }
+    ) async throws -> [String] {
         var grants: [String] = []
         for index in 0..<count {
             grants.append(try await enqueue(clientID: clientID, reference: "\(prefix)\(index)", kind: kind(index)).grantID)
@@ -96,7 +116,9 @@ public struct WorkerHarness: Sendable {
 
     /// Runs a worker in drain mode until nothing is due (or `deadline` passes), and returns its report.
     public func drain(
-        configuration: RevokerConfiguration? = nil, deadline: Duration = .seconds(120), concurrency: Int? = nil
+        configuration: RevokerConfiguration? = nil,
+        deadline: Duration = .seconds(120),
+        concurrency: Int? = nil
     ) async throws -> WorkerReport {
         var configuration = configuration ?? self.configuration
         if let concurrency { configuration.worker.concurrency = concurrency }
@@ -139,7 +161,8 @@ public struct WorkerHarness: Sendable {
     /// Counts requests by state, straight from the database.
     public func count(state: RevocationState) async throws -> Int {
         let rows = try await database.client.query(
-            "SELECT count(*)::int FROM revoker.revocation_requests WHERE state = \(state.rawValue)", logger: logger
+            "SELECT count(*)::int FROM revoker.revocation_requests WHERE state = \(state.rawValue)",
+            logger: logger
         ).collect()
         return try rows.first?.decode(Int.self) ?? 0
     }

@@ -131,12 +131,23 @@ struct AppleProtocolTests {
 
     /// Signs a secret with chosen header and claims, to probe the sandbox's checks.
     func craftedSecret(
-        key: P256.Signing.PrivateKey, kid: String, issuer: String = "TEAM000001", subject: String = "com.example.app",
-        audience: String = ClientSecretClaims.audience, issuedAt: Date = Date(), lifetime: TimeInterval = 300
+        key: P256.Signing.PrivateKey,
+        kid: String,
+        issuer: String = "TEAM000001",
+        subject: String = "com.example.app",
+        audience: String = ClientSecretClaims.audience,
+        issuedAt: Date = Date(),
+        lifetime: TimeInterval = 300
     ) async throws -> String {
         let keys = JWTKeyCollection()
         await keys.add(ecdsa: try ES256PrivateKey(backing: key), kid: JWKIdentifier(string: kid))
-        let claims = ClientSecretClaims(issuer: issuer, subject: subject, issuedAt: issuedAt, expires: issuedAt.addingTimeInterval(lifetime), audience: audience)
+        let claims = ClientSecretClaims(
+            issuer: issuer,
+            subject: subject,
+            issuedAt: issuedAt,
+            expires: issuedAt.addingTimeInterval(lifetime),
+            audience: audience
+        )
         return try await keys.sign(claims, kid: JWKIdentifier(string: kid))
     }
 
@@ -144,7 +155,9 @@ struct AppleProtocolTests {
         try await RunningSandbox.with { sandbox in
             try await sandbox.withClient { client in
                 let key = P256.Signing.PrivateKey()
-                try await sandbox.admin.register(.init(clientID: "com.example.app", teamID: "TEAM000001", keyID: "KEY0000001", publicKeyPEM: key.publicKey.pemRepresentation))
+                try await sandbox.admin.register(
+                    .init(clientID: "com.example.app", teamID: "TEAM000001", keyID: "KEY0000001", publicKeyPEM: key.publicKey.pemRepresentation)
+                )
                 let token = try await sandbox.admin.mintRefreshToken(clientID: "com.example.app", subject: "u5")
                 let cases: [(String, String)] = [
                     ("exp too far", try await craftedSecret(key: key, kid: "KEY0000001", lifetime: 15_777_001)),
@@ -157,7 +170,9 @@ struct AppleProtocolTests {
                     ("bad signature", try await craftedSecret(key: P256.Signing.PrivateKey(), kid: "KEY0000001")),
                 ]
                 for (name, secret) in cases {
-                    let form = [("client_id", "com.example.app"), ("client_secret", secret), ("grant_type", "refresh_token"), ("refresh_token", token.value)]
+                    let form = [
+                        ("client_id", "com.example.app"), ("client_secret", secret), ("grant_type", "refresh_token"), ("refresh_token", token.value),
+                    ]
                     await #expect(Comment(rawValue: name)) {
                         try await client.token(form: form, secrets: [secret, token.value])
                     } throws: { error in
@@ -167,7 +182,9 @@ struct AppleProtocolTests {
                 }
                 let good = try await craftedSecret(key: key, kid: "KEY0000001", lifetime: 15_777_000)
                 _ = try await client.token(
-                    form: [("client_id", "com.example.app"), ("client_secret", good), ("grant_type", "refresh_token"), ("refresh_token", token.value)],
+                    form: [
+                        ("client_id", "com.example.app"), ("client_secret", good), ("grant_type", "refresh_token"), ("refresh_token", token.value),
+                    ],
                     secrets: []
                 )
                 #expect(try await sandbox.admin.grant(token.grantID).validations == 1, "only the good secret got through")
@@ -178,7 +195,12 @@ struct AppleProtocolTests {
     @Test func anUnregisteredAppIsInvalidClient() async throws {
         try await RunningSandbox.with { sandbox in
             try await sandbox.withClient { client in
-                let app = try AppleApp(clientID: "com.example.unknown", teamID: "TEAM000001", keyID: "KEY0000001", signingKey: AppleSigningKey(P256.Signing.PrivateKey()))
+                let app = try AppleApp(
+                    clientID: "com.example.unknown",
+                    teamID: "TEAM000001",
+                    keyID: "KEY0000001",
+                    signingKey: AppleSigningKey(P256.Signing.PrivateKey())
+                )
                 let appClient = AppleAppClient(client: client, signer: try await ClientSecretSigner(app: app))
                 await #expect {
                     try await appClient.revoke(token: "x", hint: .refreshToken)
@@ -251,7 +273,9 @@ struct AppleProtocolTests {
 
     @Test func faultSettingsAreValidated() async throws {
         try await RunningSandbox.with { sandbox in
-            await #expect(throws: AppleSandboxAdmin.Failure.self) { try await sandbox.admin.setFaults(SandboxFaults(internalErrorRate: 0.7, unavailableRate: 0.7)) }
+            await #expect(throws: AppleSandboxAdmin.Failure.self) {
+                try await sandbox.admin.setFaults(SandboxFaults(internalErrorRate: 0.7, unavailableRate: 0.7))
+            }
             await #expect(throws: AppleSandboxAdmin.Failure.self) { try await sandbox.admin.setFaults(SandboxFaults(throttleRate: -1)) }
         }
     }

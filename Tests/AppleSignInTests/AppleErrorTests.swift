@@ -6,7 +6,12 @@ import Testing
 
 @Suite("Apple's answers")
 struct AppleErrorTests {
-    func answer(_ status: Int, _ body: String, headers: [(String, String)] = [("Content-Type", "application/json")], secrets: [String] = []) -> AppleAPIError {
+    func answer(
+        _ status: Int,
+        _ body: String,
+        headers: [(String, String)] = [("Content-Type", "application/json")],
+        secrets: [String] = []
+    ) -> AppleAPIError {
         AppleClient.failure(.token, status: status, headers: HTTPHeaders(headers), body: Data(body.utf8), secrets: secrets)
     }
 

@@ -82,8 +82,14 @@ struct IdentityTokenTests {
 
     @Test func booleanAndStringFlagsBothDecode() throws {
         let base = #""iss":"https://appleid.apple.com","sub":"s","aud":"a","iat":1,"exp":2"#
-        let strings = try JSONDecoder().decode(AppleIdentityClaims.self, from: Data(#"{\#(base),"email_verified":"true","is_private_email":"false"}"#.utf8))
-        let booleans = try JSONDecoder().decode(AppleIdentityClaims.self, from: Data(#"{\#(base),"email_verified":true,"is_private_email":false}"#.utf8))
+        let strings = try JSONDecoder().decode(
+            AppleIdentityClaims.self,
+            from: Data(#"{\#(base),"email_verified":"true","is_private_email":"false"}"#.utf8)
+        )
+        let booleans = try JSONDecoder().decode(
+            AppleIdentityClaims.self,
+            from: Data(#"{\#(base),"email_verified":true,"is_private_email":false}"#.utf8)
+        )
         #expect(strings.emailVerified?.value == true && strings.isPrivateEmail?.value == false)
         #expect(booleans.emailVerified?.value == true && booleans.isPrivateEmail?.value == false)
     }

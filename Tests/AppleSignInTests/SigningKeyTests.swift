@@ -88,9 +88,16 @@ struct SigningKeyTests {
         let key = P256.Signing.PrivateKey()
         let name = try DistinguishedName { CommonName("Revoker test") }
         let certificate = try Certificate(
-            version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: Date(),
-            notValidAfter: Date().addingTimeInterval(3600), issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: .init(), issuerPrivateKey: .init(key)
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(key.publicKey),
+            notValidBefore: Date(),
+            notValidAfter: Date().addingTimeInterval(3600),
+            issuer: name,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: .init(),
+            issuerPrivateKey: .init(key)
         )
         var serializer = DER.Serializer()
         try serializer.serialize(certificate)

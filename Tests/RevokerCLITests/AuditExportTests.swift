@@ -1,15 +1,27 @@
 import Foundation
-@testable import RevokerStore
 import Testing
+
+@testable import RevokerStore
 
 @Suite("Audit export renderers")
 struct AuditExportTests {
     static func record(detail: String? = nil, description: String? = nil) -> AuditRecord {
         AuditRecord(
-            id: 42, occurredAt: Date(timeIntervalSince1970: 1_800_000_000.123456), requestID: UUID(uuidString: "6F9619FF-8B86-D011-B42D-00CF4FC964FF"),
-            clientID: "com.example.app", externalReference: "user-1", appleUserID: nil, event: "apple_error", attempt: 2, actor: "worker-1",
-            appleEndpoint: "/auth/token", httpStatus: 400, appleError: "invalid_grant", appleErrorDescription: description,
-            latencyMilliseconds: 87, detail: detail
+            id: 42,
+            occurredAt: Date(timeIntervalSince1970: 1_800_000_000.123456),
+            requestID: UUID(uuidString: "6F9619FF-8B86-D011-B42D-00CF4FC964FF"),
+            clientID: "com.example.app",
+            externalReference: "user-1",
+            appleUserID: nil,
+            event: "apple_error",
+            attempt: 2,
+            actor: "worker-1",
+            appleEndpoint: "/auth/token",
+            httpStatus: 400,
+            appleError: "invalid_grant",
+            appleErrorDescription: description,
+            latencyMilliseconds: 87,
+            detail: detail
         )
     }
 
@@ -40,8 +52,14 @@ struct AuditExportTests {
         let text = AuditExport.csv([Self.record(detail: "=cmd|' /C calc'!A0")])
         let lines = text.components(separatedBy: "\r\n")
         #expect(lines.count == 3)
-        #expect(lines[0] == "id,occurred_at,request_id,client_id,external_reference,apple_user_id,event,attempt,actor,apple_endpoint,http_status,apple_error,apple_error_description,latency_ms,detail")
-        #expect(lines[1] == "42,2027-01-15T08:00:00.123456Z,6f9619ff-8b86-d011-b42d-00cf4fc964ff,com.example.app,user-1,,apple_error,2,worker-1,/auth/token,400,invalid_grant,,87,'=cmd|' /C calc'!A0")
+        #expect(
+            lines[0]
+                == "id,occurred_at,request_id,client_id,external_reference,apple_user_id,event,attempt,actor,apple_endpoint,http_status,apple_error,apple_error_description,latency_ms,detail"
+        )
+        #expect(
+            lines[1]
+                == "42,2027-01-15T08:00:00.123456Z,6f9619ff-8b86-d011-b42d-00cf4fc964ff,com.example.app,user-1,,apple_error,2,worker-1,/auth/token,400,invalid_grant,,87,'=cmd|' /C calc'!A0"
+        )
         #expect(lines[2].isEmpty)
     }
 

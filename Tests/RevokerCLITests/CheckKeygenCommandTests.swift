@@ -1,7 +1,7 @@
 import AppleSignInSandbox
 import Foundation
-import RevokerStore
 import RevokerLocalStack
+import RevokerStore
 import RevokerTesting
 import Testing
 
@@ -13,7 +13,11 @@ struct CheckKeygenCommandTests {
     }
 
     /// Expects no private key, client secret or signature in the output.
-    static func expectNoKeyMaterial(_ result: RevokerProcess.Result, _ configuration: LocalConfiguration, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectNoKeyMaterial(
+        _ result: RevokerProcess.Result,
+        _ configuration: LocalConfiguration,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let lines = configuration.apps.flatMap { $0.privateKeyPEM.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") } }
         for line in lines {
             #expect(!result.stdout.contains(line) && !result.stderr.contains(line), "private key material printed", sourceLocation: sourceLocation)
@@ -59,7 +63,9 @@ struct CheckKeygenCommandTests {
             let configuration = try LocalConfiguration(clientIDs: ["com.example.known", "com.example.unknown"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let known = try #require(configuration.apps.first { $0.clientID == "com.example.known" })
-            try await sandbox.admin.register(.init(clientID: known.clientID, teamID: known.teamID, keyID: known.keyID, publicKeyPEM: known.publicKeyPEM))
+            try await sandbox.admin.register(
+                .init(clientID: known.clientID, teamID: known.teamID, keyID: known.keyID, publicKeyPEM: known.publicKeyPEM)
+            )
             let environment = ["REVOKER_CONFIG": configuration.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL]
 
             let mixed = try await RevokerProcess.run(["check", "--online"], environment: environment)
@@ -79,7 +85,8 @@ struct CheckKeygenCommandTests {
             defer { try? FileManager.default.removeItem(at: single.directory) }
             try await single.register(with: sandbox)
             let good = try await RevokerProcess.run(
-                ["check", "--online"], environment: ["REVOKER_CONFIG": single.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL]
+                ["check", "--online"],
+                environment: ["REVOKER_CONFIG": single.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL]
             )
             #expect(good.status == 0, "\(good.stderr)")
             Self.expectNoKeyMaterial(good, single)
@@ -100,7 +107,10 @@ struct CheckKeygenCommandTests {
         try await ScratchDatabase.withScratchDatabase { database in
             let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
-            let result = try await RevokerProcess.run(["check"], environment: ["REVOKER_CONFIG": configuration.configFile, "DATABASE_URL": database.url])
+            let result = try await RevokerProcess.run(
+                ["check"],
+                environment: ["REVOKER_CONFIG": configuration.configFile, "DATABASE_URL": database.url]
+            )
             #expect(result.status == 1, "\(result.stderr)")
             let report = try #require(try parseJSON(result.stdout) as? [String: Any])
             #expect((report["database"] as? [String: Any])?["migrations_current"] as? Bool == false)

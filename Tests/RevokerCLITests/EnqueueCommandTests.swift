@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
-import RevokerStore
 import RevokerLocalStack
+import RevokerStore
 import RevokerTesting
 import Testing
 
@@ -50,7 +50,8 @@ struct EnqueueCommandTests {
 
             // The audit trail names the operator.
             let rows = try await fixture.database.client.query(
-                "SELECT actor FROM revoker.audit_events WHERE request_id = \(id)", logger: CLIFixture.logger
+                "SELECT actor FROM revoker.audit_events WHERE request_id = \(id)",
+                logger: CLIFixture.logger
             ).collect()
             let actors = try rows.map { try $0.decode(String.self) }
             #expect(actors.count == 1)
@@ -63,8 +64,10 @@ struct EnqueueCommandTests {
         try await CLIFixture.with { fixture in
             let token = randomToken()
             let result = try await fixture.run(
-                ["enqueue", "--client-id", "com.example.app", "--reference", "user-2", "--kind", "authorization-code",
-                 "--redirect-uri", "https://example.com/callback", "--credential-stdin", "--max-attempts", "3"],
+                [
+                    "enqueue", "--client-id", "com.example.app", "--reference", "user-2", "--kind", "authorization-code",
+                    "--redirect-uri", "https://example.com/callback", "--credential-stdin", "--max-attempts", "3",
+                ],
                 stdin: Data("  \(token)\n".utf8)
             )
             #expect(result.status == 0, "\(result.stderr)")
@@ -95,22 +98,56 @@ struct EnqueueCommandTests {
     static let oversized = String(repeating: "A", count: 100 * 1024)
 
     static let badInputs: [BadInput] = [
-        BadInput(name: "unknown client id", arguments: ["--client-id", "com.unknown.app", "--reference", "u", "--kind", "refresh-token", "--credential-file", "FILE"], fileContents: "TOKEN", mentions: "not a configured app"),
+        BadInput(
+            name: "unknown client id",
+            arguments: ["--client-id", "com.unknown.app", "--reference", "u", "--kind", "refresh-token", "--credential-file", "FILE"],
+            fileContents: "TOKEN",
+            mentions: "not a configured app"
+        ),
         BadInput(name: "empty token file", arguments: base + ["--credential-file", "FILE"], fileContents: " \n\n", mentions: "empty"),
         BadInput(name: "token as a positional argument", arguments: base + ["TOKEN"], mentions: "command line"),
-        BadInput(name: "token besides a file", arguments: base + ["--credential-file", "FILE", "TOKEN"], fileContents: "TOKEN", mentions: "command line"),
+        BadInput(
+            name: "token besides a file",
+            arguments: base + ["--credential-file", "FILE", "TOKEN"],
+            fileContents: "TOKEN",
+            mentions: "command line"
+        ),
         BadInput(name: "token as an unknown option", arguments: base + ["--token=TOKEN"], mentions: "command line"),
         BadInput(name: "token after --", arguments: base + ["--credential-stdin", "--", "TOKEN"], stdin: "TOKEN", mentions: "command line"),
-        BadInput(name: "token as --kind", arguments: ["--client-id", "com.example.app", "--reference", "u", "--kind", "TOKEN", "--credential-stdin"], stdin: "TOKEN", mentions: "--kind"),
+        BadInput(
+            name: "token as --kind",
+            arguments: ["--client-id", "com.example.app", "--reference", "u", "--kind", "TOKEN", "--credential-stdin"],
+            stdin: "TOKEN",
+            mentions: "--kind"
+        ),
         BadInput(name: "token as the credential file path", arguments: base + ["--credential-file", "TOKEN"], mentions: "does not exist"),
-        BadInput(name: "token with a required option missing", arguments: ["--client-id", "com.example.app", "--kind", "refresh-token", "TOKEN"], mentions: "reference"),
+        BadInput(
+            name: "token with a required option missing",
+            arguments: ["--client-id", "com.example.app", "--kind", "refresh-token", "TOKEN"],
+            mentions: "reference"
+        ),
         BadInput(name: "oversized file", arguments: base + ["--credential-file", "FILE"], fileContents: oversized, mentions: "bytes"),
         BadInput(name: "oversized standard input", arguments: base + ["--credential-stdin"], stdin: oversized, mentions: "bytes"),
-        BadInput(name: "endless device as the credential file", arguments: base + ["--credential-file", "/dev/zero"], mentions: "larger than 8192 bytes"),
+        BadInput(
+            name: "endless device as the credential file",
+            arguments: base + ["--credential-file", "/dev/zero"],
+            mentions: "larger than 8192 bytes"
+        ),
         BadInput(name: "token with an inner space", arguments: base + ["--credential-stdin"], stdin: "TOKEN TOKEN", mentions: "whitespace"),
         BadInput(name: "no credential source", arguments: base, mentions: "--credential-file"),
-        BadInput(name: "both credential sources", arguments: base + ["--credential-stdin", "--credential-file", "FILE"], fileContents: "TOKEN", stdin: "TOKEN", mentions: "exactly one"),
-        BadInput(name: "redirect uri with a refresh token", arguments: base + ["--redirect-uri", "https://example.com/cb", "--credential-stdin"], stdin: "TOKEN", mentions: "--redirect-uri"),
+        BadInput(
+            name: "both credential sources",
+            arguments: base + ["--credential-stdin", "--credential-file", "FILE"],
+            fileContents: "TOKEN",
+            stdin: "TOKEN",
+            mentions: "exactly one"
+        ),
+        BadInput(
+            name: "redirect uri with a refresh token",
+            arguments: base + ["--redirect-uri", "https://example.com/cb", "--credential-stdin"],
+            stdin: "TOKEN",
+            mentions: "--redirect-uri"
+        ),
     ]
 
     @Test("refuses bad input with a clear message, without echoing the token, storing nothing", arguments: badInputs)
@@ -118,9 +155,11 @@ struct EnqueueCommandTests {
         try await CLIFixture.with { fixture in
             let token = randomToken()
             let file = try input.fileContents.map { try fixture.write($0.replacingOccurrences(of: "TOKEN", with: token)) }
-            let arguments = ["enqueue"] + input.arguments.map { argument in
-                argument == "FILE" ? (file ?? "") : argument.replacingOccurrences(of: "TOKEN", with: token)
-            }
+            let arguments =
+                ["enqueue"]
+                + input.arguments.map { argument in
+                    argument == "FILE" ? (file ?? "") : argument.replacingOccurrences(of: "TOKEN", with: token)
+                }
             let stdin = input.stdin.map { $0.replacingOccurrences(of: "TOKEN", with: token) }
             let result =
                 if let stdin, stdin.utf8.count > 8192 {
@@ -144,7 +183,10 @@ struct EnqueueCommandTests {
     func help() async throws {
         let result = try await RevokerProcess.run(["enqueue", "--help"], environment: [:])
         #expect(result.status == 0)
-        for option in ["--client-id", "--reference", "--apple-user-id", "--redirect-uri", "--kind", "--credential-file", "--credential-stdin", "--max-attempts", "--json", "Example"] {
+        for option in [
+            "--client-id", "--reference", "--apple-user-id", "--redirect-uri", "--kind", "--credential-file", "--credential-stdin", "--max-attempts",
+            "--json", "Example",
+        ] {
             #expect(result.stdout.contains(option), "\(option) missing from help")
         }
         #expect(!result.stdout.contains("unrecognized"))

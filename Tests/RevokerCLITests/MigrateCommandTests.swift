@@ -1,9 +1,10 @@
 import Foundation
 import PostgresNIO
-import RevokerStore
-@testable import RevokerTesting
 import RevokerLocalStack
+import RevokerStore
 import Testing
+
+@testable import RevokerTesting
 
 @Suite("revoker migrate")
 struct MigrateCommandTests {

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
-import RevokerStore
 import RevokerLocalStack
+import RevokerStore
 import RevokerTesting
 import Testing
 

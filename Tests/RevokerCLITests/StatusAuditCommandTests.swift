@@ -1,7 +1,7 @@
 import Foundation
 import PostgresNIO
-import RevokerStore
 import RevokerLocalStack
+import RevokerStore
 import RevokerTesting
 import Testing
 
@@ -28,10 +28,13 @@ struct StatusAuditCommandTests {
             }
             _ = try await fixture.queue().cancel(id: ids[0], actor: "test")
             _ = try await fixture.database.client.query(
-                "SELECT revoker.enqueue_revocation('com.example.other', 'sql-user', 'refresh_token', \(tokens[3]))", logger: CLIFixture.logger
+                "SELECT revoker.enqueue_revocation('com.example.other', 'sql-user', 'refresh_token', \(tokens[3]))",
+                logger: CLIFixture.logger
             ).collect()
             try await fixture.queue().pauseApp(
-                clientID: "com.example.other", reason: AppPauseReason(code: "invalid_client"), probeAfter: .seconds(300)
+                clientID: "com.example.other",
+                reason: AppPauseReason(code: "invalid_client"),
+                probeAfter: .seconds(300)
             )
 
             let result = try await fixture.run(["status", "--json"])
@@ -40,7 +43,8 @@ struct StatusAuditCommandTests {
             let object = try #require(try parseJSON(result.stdout) as? [String: Any])
             let byState = try #require(object["by_state"] as? [String: Int])
             let rows = try await fixture.database.client.query(
-                "SELECT state, count(*)::int FROM revoker.revocation_requests GROUP BY state", logger: CLIFixture.logger
+                "SELECT state, count(*)::int FROM revoker.revocation_requests GROUP BY state",
+                logger: CLIFixture.logger
             ).collect()
             var expected = Dictionary(uniqueKeysWithValues: RevocationState.all.map { ($0.rawValue, 0) })
             for row in rows {
@@ -111,7 +115,9 @@ struct StatusAuditCommandTests {
             #expect(tableLines.last?.contains("enqueued") == true)
             #expect(tableLines.last?.contains("user-a") == true)
 
-            for filter in [["--event", "revoked"], ["--since", "2999-01-01"], ["--until", "2000-01-01T00:00:00.000+02:00"], ["--reference", "nobody"]] {
+            for filter in [
+                ["--event", "revoked"], ["--since", "2999-01-01"], ["--until", "2000-01-01T00:00:00.000+02:00"], ["--reference", "nobody"],
+            ] {
                 let empty = try await fixture.run(["audit", "--format", "json"] + filter)
                 #expect(empty.status == 0, "\(empty.stderr)")
                 #expect((try parseJSON(empty.stdout) as? [Any])?.isEmpty == true, "\(filter): \(empty.stdout)")

@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerStore
+import Testing
+
 @testable import RevokerLocalStack
 @testable import RevokerTesting
-import Testing
 
 /// A migrated test database, a configuration directory and the environment for `revoker`.
 struct CLIFixture: Sendable {
@@ -16,14 +17,17 @@ struct CLIFixture: Sendable {
 
     /// Runs `body` with a fresh migrated database and a configuration serving `clientIDs`.
     static func with<T: Sendable>(
-        clientIDs: [String] = ["com.example.app"], appleBaseURL: String = "http://127.0.0.1:9", _ body: (CLIFixture) async throws -> T
+        clientIDs: [String] = ["com.example.app"],
+        appleBaseURL: String = "http://127.0.0.1:9",
+        _ body: (CLIFixture) async throws -> T
     ) async throws -> T {
         try await ScratchDatabase.withScratchDatabase { database in
             try await Migrator(client: database.client, logger: logger).migrate()
             let configuration = try LocalConfiguration(clientIDs: clientIDs)
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let fixture = CLIFixture(
-                database: database, configuration: configuration,
+                database: database,
+                configuration: configuration,
                 environment: configuration.environment(databaseURL: database.url, appleBaseURL: appleBaseURL)
             )
             return try await body(fixture)

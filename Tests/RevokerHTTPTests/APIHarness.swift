@@ -1,14 +1,14 @@
+import AppleSignInSandbox
 import AsyncHTTPClient
 import Crypto
-import AppleSignInSandbox
 import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
 import RevokerApp
 import RevokerHTTP
-import RevokerStore
 import RevokerLocalStack
+import RevokerStore
 import RevokerTesting
 
 /// The API served over real HTTP on a free loopback port, against a test database and the
@@ -65,8 +65,13 @@ struct APIHarness: Sendable {
 
     /// Sends one request over HTTP.
     func call(
-        _ method: HTTPMethod, _ path: String, key: String?, json: [String: Any]? = nil, body: Data? = nil,
-        contentType: String? = "application/json", accept: String? = nil
+        _ method: HTTPMethod,
+        _ path: String,
+        key: String?,
+        json: [String: Any]? = nil,
+        body: Data? = nil,
+        contentType: String? = "application/json",
+        accept: String? = nil
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method

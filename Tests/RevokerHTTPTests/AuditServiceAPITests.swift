@@ -5,12 +5,12 @@ import Logging
 import NIOHTTP1
 import PostgresNIO
 import Prometheus
-import RevokerHTTP
-import RevokerStore
-import RevokerLocalStack
-import RevokerTesting
 import RevokerApp
 import RevokerConfiguration
+import RevokerHTTP
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
 import Testing
 import Yams
 
@@ -20,9 +20,14 @@ struct AuditServiceAPITests {
     @Test func enqueueOverHTTPIsRevokedByTheInProcessWorkerAndShowsInAuditAndMetrics() async throws {
         try await APIHarness.with(runWorker: true) { api in
             let (grantID, token) = try await api.mintRefreshToken(subject: "apple-user-9")
-            let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: [
-                "client_id": "com.example.notes", "external_reference": "acct-9", "apple_user_id": "apple-user-9", "refresh_token": token,
-            ])
+            let created = try await api.call(
+                .POST,
+                "/v1/revocations",
+                key: api.keys.writer,
+                json: [
+                    "client_id": "com.example.notes", "external_reference": "acct-9", "apple_user_id": "apple-user-9", "refresh_token": token,
+                ]
+            )
             #expect(created.status == 202)
             let id = try #require(created.json["id"] as? String)
 
@@ -57,9 +62,14 @@ struct AuditServiceAPITests {
         try await APIHarness.with { api in
             for index in 0..<3 {
                 let token = try await api.mintRefreshToken(subject: "s\(index)").token
-                _ = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: [
-                    "client_id": "com.example.notes", "external_reference": "page-\(index)", "refresh_token": token,
-                ])
+                _ = try await api.call(
+                    .POST,
+                    "/v1/revocations",
+                    key: api.keys.writer,
+                    json: [
+                        "client_id": "com.example.notes", "external_reference": "page-\(index)", "refresh_token": token,
+                    ]
+                )
                 _ = try await api.call(.POST, "/v1/revocations/\(UUID())/cancel", key: api.keys.writer)
             }
             let everything = try await api.worker.audit()
@@ -67,7 +77,9 @@ struct AuditServiceAPITests {
             var cursor: String?
             var pages = 0
             repeat {
-                let path = "/v1/audit?client_id=com.example.notes&limit=2" + (cursor.map { "&cursor=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" } ?? "")
+                let path =
+                    "/v1/audit?client_id=com.example.notes&limit=2"
+                    + (cursor.map { "&cursor=\($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0)" } ?? "")
                 let page = try await api.call(.GET, path, key: api.keys.auditor)
                 #expect(page.status == 200, "\(page.text)")
                 seen += (page.json["records"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? NSNumber)?.int64Value }
@@ -98,7 +110,8 @@ struct AuditServiceAPITests {
             #expect(alive.status == 200 && alive.json["status"] as? String == "alive")
             let ready = try await api.call(.GET, "/readyz", key: nil)
             #expect(ready.status == 200 && ready.json["status"] as? String == "ready")
-            _ = try await api.worker.database.client.query("UPDATE revoker.schema_migrations SET checksum = 'changed'", logger: api.worker.logger).collect()
+            _ = try await api.worker.database.client.query("UPDATE revoker.schema_migrations SET checksum = 'changed'", logger: api.worker.logger)
+                .collect()
             let stale = try await api.call(.GET, "/readyz", key: nil)
             #expect(stale.status == 503, "a schema that does not match this binary is not ready: \(stale.text)")
         }
@@ -126,8 +139,10 @@ struct AuditServiceAPITests {
     /// The router's routes, from the API as the assembly builds it (never run, so its client never connects).
     func routeList() async throws -> [(method: String, path: String)] {
         let configuration = RevokerConfiguration(
-            databaseURL: "postgres://nobody@127.0.0.1:9/none", appleBaseURL: "http://127.0.0.1:9",
-            keyring: try CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "routes")), apps: [:]
+            databaseURL: "postgres://nobody@127.0.0.1:9/none",
+            appleBaseURL: "http://127.0.0.1:9",
+            keyring: try CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "routes")),
+            apps: [:]
         )
         let app = try await RevokerApp(configuration: configuration, parts: .api, logger: Logger(label: "routes"))
         let api = try #require(app.api)

@@ -1,10 +1,10 @@
 import AppleSignInSandbox
 import Foundation
 import NIOHTTP1
-import RevokerStore
-import RevokerLocalStack
-import RevokerTesting
 import RevokerConfiguration
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
 import RevokerWorker
 import Testing
 
@@ -14,7 +14,9 @@ struct RevocationsAPITests {
     @Test func enqueueReplayConflictGetListAndCancel() async throws {
         try await APIHarness.with { api in
             let (_, token) = try await api.mintRefreshToken(subject: "user-1")
-            let body: [String: Any] = ["client_id": "com.example.notes", "external_reference": "account-1", "refresh_token": token, "apple_user_id": "user-1"]
+            let body: [String: Any] = [
+                "client_id": "com.example.notes", "external_reference": "account-1", "refresh_token": token, "apple_user_id": "user-1",
+            ]
             let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: body)
             #expect(created.status == 202, "\(created.text)")
             let id = try #require(created.json["id"] as? String)
@@ -38,9 +40,15 @@ struct RevocationsAPITests {
             #expect(try await api.call(.GET, "/v1/revocations/\(UUID())", key: api.keys.reader).status == 404)
             #expect(try await api.call(.GET, "/v1/revocations/not-a-uuid", key: api.keys.reader).status == 400)
 
-            _ = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: [
-                "client_id": "com.example.photos", "external_reference": "account-2", "access_token": try await api.mintRefreshToken(clientID: "com.example.photos", subject: "u2").token,
-            ])
+            _ = try await api.call(
+                .POST,
+                "/v1/revocations",
+                key: api.keys.writer,
+                json: [
+                    "client_id": "com.example.photos", "external_reference": "account-2",
+                    "access_token": try await api.mintRefreshToken(clientID: "com.example.photos", subject: "u2").token,
+                ]
+            )
             let listed = try await api.call(.GET, "/v1/revocations?client_id=com.example.notes&state=pending", key: api.keys.reader)
             let items = try #require(listed.json["revocations"] as? [[String: Any]])
             #expect(items.map { $0["id"] as? String } == [id])
@@ -114,7 +122,10 @@ struct RevocationsAPITests {
                 ("missing client_id", with(["client_id": nil]), "application/json", 422, "client_id"),
                 ("missing external_reference", with(["external_reference": nil]), "application/json", 422, "external_reference"),
                 ("empty external_reference", with(["external_reference": ""]), "application/json", 422, "external_reference"),
-                ("oversized external_reference", with(["external_reference": String(repeating: "r", count: 256)]), "application/json", 422, "external_reference"),
+                (
+                    "oversized external_reference", with(["external_reference": String(repeating: "r", count: 256)]), "application/json", 422,
+                    "external_reference"
+                ),
                 ("control characters", with(["external_reference": "a\u{7}b"]), "application/json", 422, "external_reference"),
                 ("number for a string", with(["client_id": 42]), "application/json", 422, "client_id"),
                 ("no credential", with(["refresh_token": nil]), "application/json", 422, "authorization_code"),
@@ -129,7 +140,11 @@ struct RevocationsAPITests {
                 ("null max_attempts", with(["max_attempts": NSNull()]), "application/json", 422, "max_attempts"),
                 ("null beside the credential", with(["authorization_code": NSNull()]), "application/json", 422, "authorization_code"),
                 ("max_attempts out of range", with(["max_attempts": 0]), "application/json", 422, "max_attempts"),
-                ("body over the limit", with(["external_reference": "x", "redirect_uri": "https://example.com/" + String(repeating: "p", count: 5000)]), "application/json", 413, nil),
+                (
+                    "body over the limit",
+                    with(["external_reference": "x", "redirect_uri": "https://example.com/" + String(repeating: "p", count: 5000)]),
+                    "application/json", 413, nil
+                ),
             ]
             for (name, body, contentType, status, field) in cases {
                 let answer = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, body: body, contentType: contentType)
@@ -147,7 +162,13 @@ struct RevocationsAPITests {
                 #expect(answer.status == 400 && answer.json["field"] as? String == field, "\(path): \(answer.text)")
             }
             #expect(try await api.storedCount() == 0, "nothing was stored")
-            let accepted = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, body: with([:]), contentType: "application/json; charset=utf-8")
+            let accepted = try await api.call(
+                .POST,
+                "/v1/revocations",
+                key: api.keys.writer,
+                body: with([:]),
+                contentType: "application/json; charset=utf-8"
+            )
             #expect(accepted.status == 202, "the valid body itself is accepted: \(accepted.text)")
         }
     }
@@ -173,11 +194,19 @@ struct RevocationsAPITests {
     @Test func aConfigurationFailureCanBeRequeuedByAnAdmin() async throws {
         try await APIHarness.with { api in
             let (grantID, token) = try await api.mintRefreshToken(clientID: "com.example.photos", subject: "p1")
-            let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: [
-                "client_id": "com.example.photos", "external_reference": "photos-1", "refresh_token": token,
-            ])
+            let created = try await api.call(
+                .POST,
+                "/v1/revocations",
+                key: api.keys.writer,
+                json: [
+                    "client_id": "com.example.photos", "external_reference": "photos-1", "refresh_token": token,
+                ]
+            )
             let id = try #require(created.json["id"] as? String)
-            #expect(try await api.call(.POST, "/v1/revocations/\(id)/requeue", key: api.keys.admin).status == 409, "a pending request is not re-queued")
+            #expect(
+                try await api.call(.POST, "/v1/revocations/\(id)/requeue", key: api.keys.admin).status == 409,
+                "a pending request is not re-queued"
+            )
 
             // A worker that lacks the app's configuration fails the request as client_misconfigured.
             var missing = api.worker.configuration

@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-import RevokerStore
 import RevokerLocalStack
+import RevokerStore
 import RevokerTesting
 import Testing
 
@@ -65,7 +65,10 @@ struct QueueTests {
     @Test func idempotentAndConflictingEnqueue() async throws {
         try await Fixtures.withQueue { db, queue in
             let first = try await queue.enqueue(Fixtures.new("user-1"), actor: "test")
-            guard case .created(let created) = first else { Issue.record("expected created"); return }
+            guard case .created(let created) = first else {
+                Issue.record("expected created")
+                return
+            }
             let again = try await queue.enqueue(Fixtures.new("user-1"), actor: "test")
             #expect(again == .existing(created))
             await #expect(throws: RevokerStoreError.self) {
@@ -101,7 +104,8 @@ struct QueueTests {
             let rolledBack = try await db.client.withConnection { connection in
                 try await connection.query("BEGIN", logger: Logger(label: "t"))
                 let rows = try await connection.query(
-                    "SELECT revoker.enqueue_revocation('com.example.app', 'gone', 'refresh_token', 'tok-gone')", logger: Logger(label: "t")
+                    "SELECT revoker.enqueue_revocation('com.example.app', 'gone', 'refresh_token', 'tok-gone')",
+                    logger: Logger(label: "t")
                 ).collect()
                 try await connection.query("ROLLBACK", logger: Logger(label: "t"))
                 return try rows.first?.decode(UUID.self)
@@ -137,7 +141,7 @@ struct QueueTests {
 
     @Test func sealIntakeSealsPendingRows() async throws {
         try await Fixtures.withQueue { db, queue in
-            try await db.client.query(
+            _ = try await db.client.query(
                 "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 3) g"
             ).collect()
             #expect(try await queue.statistics().unsealedIntake == 3)
@@ -150,7 +154,7 @@ struct QueueTests {
 
     @Test func concurrentClaimersClaimEachRequestOnce() async throws {
         try await Fixtures.withQueue { db, queue in
-            try await db.client.query(
+            _ = try await db.client.query(
                 "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, 5000) g"
             ).collect()
             let claims = try await withThrowingTaskGroup(of: [UUID].self) { group in
@@ -271,14 +275,21 @@ struct QueueTests {
             #expect(claimed.credential.secret == code)
             #expect(!"\(claimed)".contains(code))
             #expect(!String(reflecting: claimed.credential).contains(code))
-            #expect(try await queue.replaceCredential(
-                claimed.lease, with: Credential(kind: .refreshToken, secret: secret),
-                events: [AuditEvent(.tokenExchanged, appleEndpoint: "/auth/token", httpStatus: 200, latency: .milliseconds(12))]
-            ))
-            #expect(try await queue.finish(
-                claimed.lease, state: .succeeded, outcome: .revoked,
-                events: [AuditEvent(.revoked, appleEndpoint: "/auth/revoke", httpStatus: 200)]
-            ))
+            #expect(
+                try await queue.replaceCredential(
+                    claimed.lease,
+                    with: Credential(kind: .refreshToken, secret: secret),
+                    events: [AuditEvent(.tokenExchanged, appleEndpoint: "/auth/token", httpStatus: 200, latency: .milliseconds(12))]
+                )
+            )
+            #expect(
+                try await queue.finish(
+                    claimed.lease,
+                    state: .succeeded,
+                    outcome: .revoked,
+                    events: [AuditEvent(.revoked, appleEndpoint: "/auth/revoke", httpStatus: 200)]
+                )
+            )
             let rows = try await db.client.query(
                 "SELECT sealed_credential IS NULL AND credential_key_id IS NULL FROM revoker.revocation_requests"
             ).collect()
@@ -331,7 +342,9 @@ struct QueueTests {
     @Test func auditTrailIsAppendOnly() async throws {
         try await Fixtures.withQueue { db, queue in
             _ = try await queue.enqueue(Fixtures.new("user-1"), actor: "t")
-            let owner = try await db.client.query("SELECT current_user::text, (SELECT tableowner::text FROM pg_tables WHERE schemaname = 'revoker' AND tablename = 'audit_events')").collect()
+            let owner = try await db.client.query(
+                "SELECT current_user::text, (SELECT tableowner::text FROM pg_tables WHERE schemaname = 'revoker' AND tablename = 'audit_events')"
+            ).collect()
             let (user, tableOwner) = try #require(try owner.first?.decode((String, String).self))
             #expect(user == tableOwner)
             for sql in ["UPDATE revoker.audit_events SET actor = 'x'", "DELETE FROM revoker.audit_events", "TRUNCATE revoker.audit_events"] {
@@ -382,7 +395,8 @@ struct QueueTests {
                 let logger = Logger(label: "t")
                 try await connection.query("SET ROLE revoker_enqueuer", logger: logger)
                 let id = try await connection.query(
-                    "SELECT revoker.enqueue_revocation('com.example.app', 'r1', 'refresh_token', 'tok')", logger: logger
+                    "SELECT revoker.enqueue_revocation('com.example.app', 'r1', 'refresh_token', 'tok')",
+                    logger: logger
                 ).collect()
                 #expect(id.count == 1)
                 let state = try await connection.query("SELECT state FROM revoker.revocation_requests", logger: logger).collect()
@@ -434,7 +448,8 @@ struct LifecycleTests {
             ).collect()
             #expect(try sqlReplay.first?.decode(UUID.self) == swiftID)
             do {
-                _ = try await db.client.query("SELECT revoker.enqueue_revocation('com.example.app', 'swift-first', 'access_token', 'tok-3')").collect()
+                _ = try await db.client.query("SELECT revoker.enqueue_revocation('com.example.app', 'swift-first', 'access_token', 'tok-3')")
+                    .collect()
                 Issue.record("conflicting SQL replay accepted")
             } catch let error as PSQLError {
                 #expect(error.serverInfo?[.sqlState] == "RV409")
@@ -465,9 +480,14 @@ struct LifecycleTests {
             #expect(request.state == .pending && request.attempts == 0)
 
             claimed = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").first)
-            #expect(try await queue.finish(
-                claimed.lease, state: .failed, outcome: .clientMisconfigured, error: RevocationError(code: "invalid_client")
-            ))
+            #expect(
+                try await queue.finish(
+                    claimed.lease,
+                    state: .failed,
+                    outcome: .clientMisconfigured,
+                    error: RevocationError(code: "invalid_client")
+                )
+            )
             #expect(try await queue.request(id: id)?.hasCredential == true)
             #expect(try await queue.requeueConfigurationFailures(clientID: "com.example.other", actor: "ops") == 0)
             #expect(try await queue.requeueConfigurationFailures(clientID: "com.example.app", actor: "ops") == 1)
@@ -478,9 +498,11 @@ struct LifecycleTests {
             #expect(fresh.request.attempts == 1)
             #expect(fresh.credential.secret == "tok-1")
             let events = try await AuditLog(client: db.client, logger: Logger(label: "t")).query(AuditQuery(requestID: id))
-            #expect(events.records.map(\.event) == [
-                "enqueued", "claimed", "retry_scheduled", "claimed", "released", "claimed", "failed", "requeued", "credential_erased",
-            ])
+            #expect(
+                events.records.map(\.event) == [
+                    "enqueued", "claimed", "retry_scheduled", "claimed", "released", "claimed", "failed", "requeued", "credential_erased",
+                ]
+            )
             await #expect(throws: RevokerStoreError.self) {
                 try await queue.finish(fresh.lease, state: .failed, outcome: .revoked)
             }

@@ -2,8 +2,8 @@ import Crypto
 import Foundation
 import Logging
 import PostgresNIO
-import RevokerStore
 import RevokerLocalStack
+import RevokerStore
 import RevokerTesting
 
 enum Fixtures {
@@ -29,13 +29,18 @@ enum Fixtures {
 
     /// Enqueues `count` requests through the SQL function and claims them all for worker "w".
     static func enqueueAndClaim(_ count: Int, db: ScratchDatabase, queue: RevocationQueue) async throws -> [ClaimedRevocation] {
-        try await db.client.query(
+        _ = try await db.client.query(
             "SELECT revoker.enqueue_revocation('com.example.app', 'ref-' || g, 'refresh_token', 'tok-' || g) FROM generate_series(1, \(count)) g"
         ).collect()
         return try await queue.claim(batch: count, lease: .seconds(60), owner: "w")
     }
 
-    static func new(_ reference: String, secret: String = "r.secret-token", kind: CredentialKind = .refreshToken, client: String = "com.example.app") -> NewRevocation {
+    static func new(
+        _ reference: String,
+        secret: String = "r.secret-token",
+        kind: CredentialKind = .refreshToken,
+        client: String = "com.example.app"
+    ) -> NewRevocation {
         NewRevocation(clientID: client, externalReference: reference, appleUserID: "000123.abc", credential: Credential(kind: kind, secret: secret))
     }
 }

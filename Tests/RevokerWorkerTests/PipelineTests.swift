@@ -1,10 +1,10 @@
 import AppleSignIn
 import AppleSignInSandbox
 import Foundation
-import RevokerStore
-import RevokerLocalStack
-import RevokerTesting
 import RevokerConfiguration
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
 import RevokerWorker
 import Testing
 
@@ -12,7 +12,8 @@ import Testing
 struct PipelineTests {
     @Test func aMixedBatchDrainsToTheRightOutcomeForEachRequest() async throws {
         try await WorkerHarness.with { harness in
-            let notes = "com.example.notes", photos = "com.example.photos"
+            let notes = "com.example.notes"
+            let photos = "com.example.photos"
             let live: [(String, String, CredentialKind, String?)] = [
                 (notes, "n-code", .authorizationCode, nil),
                 (notes, "n-code-redirect", .authorizationCode, "https://notes.example.com/callback"),
@@ -29,14 +30,29 @@ struct PipelineTests {
             // The user already revoked it in Settings.
             let revoked = try await harness.enqueue(clientID: notes, reference: "n-already", kind: .refreshToken)
             try await harness.sandbox.withClient { client in
-                let app = AppleAppClient(client: client, signer: try await ClientSecretSigner(app: try harness.configuration.apps[notes].unwrapped().apple))
+                let app = AppleAppClient(
+                    client: client,
+                    signer: try await ClientSecretSigner(app: try harness.configuration.apps[notes].unwrapped().apple)
+                )
                 try await app.revoke(token: revoked.secret, hint: .refreshToken)
             }
             #expect(try await harness.sandbox.admin.grant(revoked.grantID).revoked)
             // The backend names another Apple user than the one the grant belongs to.
-            let mismatch = try await harness.enqueue(clientID: photos, reference: "p-mismatch", kind: .refreshToken, subject: "000111.real", appleUserID: "000222.other")
+            let mismatch = try await harness.enqueue(
+                clientID: photos,
+                reference: "p-mismatch",
+                kind: .refreshToken,
+                subject: "000111.real",
+                appleUserID: "000222.other"
+            )
             // The right Apple user named: revoked.
-            let matching = try await harness.enqueue(clientID: photos, reference: "p-match", kind: .refreshToken, subject: "000333.same", appleUserID: "000333.same")
+            let matching = try await harness.enqueue(
+                clientID: photos,
+                reference: "p-match",
+                kind: .refreshToken,
+                subject: "000333.same",
+                appleUserID: "000333.same"
+            )
             grants["p-match"] = matching.grantID
 
             let report = try await harness.drain()
@@ -53,7 +69,9 @@ struct PipelineTests {
             for (reference, grantID) in grants {
                 let grant = try await harness.sandbox.admin.grant(grantID)
                 #expect(grant.revoked && grant.revocations == 1, "\(reference) revoked exactly once")
-                if reference.contains("code") { #expect(grant.codeExchanges == 1 && grant.rejectedCodeExchanges == 0, "\(reference) exchanged exactly once") }
+                if reference.contains("code") {
+                    #expect(grant.codeExchanges == 1 && grant.rejectedCodeExchanges == 0, "\(reference) exchanged exactly once")
+                }
             }
             let mismatched = try await harness.sandbox.admin.grant(mismatch.grantID)
             #expect(!mismatched.revoked && mismatched.revokeCalls == 0, "someone else's grant is never revoked")
@@ -80,7 +98,10 @@ struct PipelineTests {
             let report = try await harness.drain()
 
             let requests = try await harness.requests()
-            #expect(requests.allSatisfy { $0.outcome == .revoked }, "\(requests.filter { $0.outcome != .revoked }.map { "\($0.externalReference) \($0.state) \($0.outcome?.rawValue ?? "-") \($0.lastErrorCode ?? "-") attempts=\($0.attempts)" }) \(report)")
+            #expect(
+                requests.allSatisfy { $0.outcome == .revoked },
+                "\(requests.filter { $0.outcome != .revoked }.map { "\($0.externalReference) \($0.state) \($0.outcome?.rawValue ?? "-") \($0.lastErrorCode ?? "-") attempts=\($0.attempts)" }) \(report)"
+            )
             #expect(report.retriesScheduled > 0)
             let audit = try await harness.audit()
             #expect(audit.filter { $0.event == "retry_scheduled" }.count == report.retriesScheduled)

@@ -1,10 +1,10 @@
 import AppleSignIn
 import AppleSignInSandbox
 import Foundation
-import RevokerStore
-import RevokerLocalStack
-import RevokerTesting
 import RevokerConfiguration
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
 import RevokerWorker
 import Testing
 
@@ -17,7 +17,9 @@ struct ProcessTests {
 
     @Test func aWorkerKilledMidDrainLosesNothing() async throws {
         try await WorkerHarness.with(worker: Self.fastWorker) { harness in
-            let grants = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "k", count: 40) { $0 % 3 == 0 ? .authorizationCode : .refreshToken }
+            let grants = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "k", count: 40) {
+                $0 % 3 == 0 ? .authorizationCode : .refreshToken
+            }
             try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 100))
 
             let first = try RevokerProcess(["drain", "--log-level", "debug"], environment: harness.environment)
@@ -96,7 +98,9 @@ struct ProcessTests {
     @Test func aDatabaseRestartDuringADrainIsSurvived() async throws {
         try await PrivatePostgres.with { server in
             try await WorkerHarness.with(worker: Self.fastWorker, server: server.url) { harness in
-                _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "r", count: 30) { $0 % 4 == 0 ? .authorizationCode : .refreshToken }
+                _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "r", count: 30) {
+                    $0 % 4 == 0 ? .authorizationCode : .refreshToken
+                }
                 try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 150))
                 let drain = try RevokerProcess(["drain", "--log-level", "info"], environment: harness.environment)
                 while try await harness.count(state: .succeeded) < 5 { try await Task.sleep(for: .milliseconds(20)) }
@@ -107,7 +111,10 @@ struct ProcessTests {
                 let result = try await drain.wait(timeout: .seconds(120))
                 #expect([0, 1].contains(result.status), "the drain finished after the restart: \(result.stderr.suffix(1500))")
                 let requests = try await harness.requests()
-                #expect(requests.count == 30 && requests.allSatisfy { $0.state.isFinal }, "\(requests.filter { !$0.state.isFinal }.count) left unfinished")
+                #expect(
+                    requests.count == 30 && requests.allSatisfy { $0.state.isFinal },
+                    "\(requests.filter { !$0.state.isFinal }.count) left unfinished"
+                )
                 let sawOutage = ["Connection creation failed", "Database reachable again", "Rescued"].contains { result.stderr.contains($0) }
                 #expect(sawOutage, "the drain met the outage: \(result.stderr.suffix(1500))")
             }
@@ -125,7 +132,10 @@ struct ProcessTests {
             let used = try await harness.enqueue(clientID: "com.example.notes", reference: "used", kind: .authorizationCode)
             try await harness.sandbox.withClient { client in
                 let app = try harness.configuration.apps["com.example.notes"].unwrapped().apple
-                _ = try await AppleAppClient(client: client, signer: try await ClientSecretSigner(app: app)).exchange(code: used.secret, redirectURI: nil)
+                _ = try await AppleAppClient(client: client, signer: try await ClientSecretSigner(app: app)).exchange(
+                    code: used.secret,
+                    redirectURI: nil
+                )
             }
             let failed = try await RevokerProcess.run(["drain", "--json"], environment: harness.environment)
             #expect(failed.status == 1)
@@ -151,7 +161,10 @@ struct ProcessTests {
     @Test func aWorkerRefusesAnUnmigratedDatabase() async throws {
         try await ScratchDatabase.withScratchDatabase { database in
             let files = try LocalConfiguration(clientIDs: ["com.example.notes"])
-            let result = try await RevokerProcess.run(["work"], environment: files.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9"))
+            let result = try await RevokerProcess.run(
+                ["work"],
+                environment: files.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9")
+            )
             #expect(result.status == 2)
             #expect(result.stderr.contains("revoker migrate"))
         }

@@ -47,7 +47,11 @@ public struct AppleClient: Sendable {
     public let configuration: Configuration
     let logger: Logger
 
-    public init(httpClient: HTTPClient, configuration: Configuration = .init(), logger: Logger = Logger(label: "revoker.apple", factory: { _ in SwiftLogNoOpLogHandler() })) {
+    public init(
+        httpClient: HTTPClient,
+        configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "revoker.apple", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
         self.httpClient = httpClient
         self.configuration = configuration
         self.logger = logger
@@ -77,7 +81,12 @@ public struct AppleClient: Sendable {
         do {
             return try JSONDecoder().decode(JWKS.self, from: response.body)
         } catch {
-            throw AppleAPIError(endpoint: .keys, classification: .transient, httpStatus: 200, detail: "HTTP 200 with a body that is not a JSON key set")
+            throw AppleAPIError(
+                endpoint: .keys,
+                classification: .transient,
+                httpStatus: 200,
+                detail: "HTTP 200 with a body that is not a JSON key set"
+            )
         }
     }
 
@@ -90,7 +99,12 @@ public struct AppleClient: Sendable {
         do {
             return try JSONDecoder().decode(AppleTokenResponse.self, from: response.body)
         } catch {
-            throw AppleAPIError(endpoint: .token, classification: .transient, httpStatus: 200, detail: "HTTP 200 with a body that is not a token response")
+            throw AppleAPIError(
+                endpoint: .token,
+                classification: .transient,
+                httpStatus: 200,
+                detail: "HTTP 200 with a body that is not a token response"
+            )
         }
     }
 
@@ -119,7 +133,7 @@ public struct AppleClient: Sendable {
         }
         let started = ContinuousClock.now
         do {
-                        let response = try await httpClient.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
+            let response = try await httpClient.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
             let body = try await response.body.collect(upTo: configuration.maximumResponseBytes)
             logger.debug(
                 "Apple answered",
@@ -134,7 +148,12 @@ public struct AppleClient: Sendable {
             throw CancellationError()
         } catch let error as NIOTooManyBytesError {
             _ = error
-            throw AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: "the answer was larger than \(configuration.maximumResponseBytes) bytes")
+            throw AppleAPIError(
+                endpoint: endpoint,
+                classification: .transient,
+                httpStatus: nil,
+                detail: "the answer was larger than \(configuration.maximumResponseBytes) bytes"
+            )
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: Self.describeTransport(error))
@@ -178,7 +197,8 @@ public struct AppleClient: Sendable {
             detail = "HTTP \(status) \(code ?? "")"
         case 400...499:
             classification = .transient
-            detail = "HTTP \(status) without Apple's error body (\(body.count) bytes of \(headers.first(name: "Content-Type").map { String($0.prefix(60)) } ?? "no content type")), likely a proxy"
+            detail =
+                "HTTP \(status) without Apple's error body (\(body.count) bytes of \(headers.first(name: "Content-Type").map { String($0.prefix(60)) } ?? "no content type")), likely a proxy"
         default:
             classification = .transient
             detail = "unexpected HTTP \(status)"
@@ -196,7 +216,10 @@ public struct AppleClient: Sendable {
 }
 
 struct AppleErrorBody: Decodable {
-    enum CodingKeys: String, CodingKey { case error, errorDescription = "error_description" }
+    enum CodingKeys: String, CodingKey {
+        case error
+        case errorDescription = "error_description"
+    }
     var error: String
     var errorDescription: String?
 }

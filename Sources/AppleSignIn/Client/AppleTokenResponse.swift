@@ -3,8 +3,11 @@
 /// Holds live tokens: its `description` shows which fields are present, never their values.
 public struct AppleTokenResponse: Sendable, Decodable, CustomStringConvertible, CustomDebugStringConvertible {
     enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token", tokenType = "token_type", expiresIn = "expires_in"
-        case refreshToken = "refresh_token", idToken = "id_token"
+        case accessToken = "access_token"
+        case tokenType = "token_type"
+        case expiresIn = "expires_in"
+        case refreshToken = "refresh_token"
+        case idToken = "id_token"
     }
 
     /// The access token (valid for an hour).

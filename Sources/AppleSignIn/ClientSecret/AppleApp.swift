@@ -12,10 +12,16 @@ public struct AppleApp: Sendable, CustomStringConvertible {
     /// Validates the identifiers' shapes; Apple's Team IDs and Key IDs are ten upper-case letters or digits.
     public init(clientID: String, teamID: String, keyID: String, signingKey: AppleSigningKey) throws(AppleSignInError) {
         guard Self.isAppleIdentifier(teamID) else {
-            throw AppleSignInError(.invalidTeamID, "The Team ID '\(teamID.prefix(32))' for \(clientID.prefix(200)) is not ten upper-case letters or digits.")
+            throw AppleSignInError(
+                .invalidTeamID,
+                "The Team ID '\(teamID.prefix(32))' for \(clientID.prefix(200)) is not ten upper-case letters or digits."
+            )
         }
         guard Self.isAppleIdentifier(keyID) else {
-            throw AppleSignInError(.invalidKeyID, "The Key ID '\(keyID.prefix(32))' for \(clientID.prefix(200)) is not ten upper-case letters or digits.")
+            throw AppleSignInError(
+                .invalidKeyID,
+                "The Key ID '\(keyID.prefix(32))' for \(clientID.prefix(200)) is not ten upper-case letters or digits."
+            )
         }
         guard Self.isValidClientID(clientID) else {
             throw AppleSignInError(.invalidClientID, "The client_id '\(clientID.prefix(200))' is empty, too long or contains whitespace.")

@@ -7,7 +7,11 @@ public struct ClientSecretClaims: JWTPayload, Equatable {
     public static let audience = "https://appleid.apple.com"
 
     enum CodingKeys: String, CodingKey {
-        case issuer = "iss", issuedAt = "iat", expires = "exp", audience = "aud", subject = "sub"
+        case issuer = "iss"
+        case issuedAt = "iat"
+        case expires = "exp"
+        case audience = "aud"
+        case subject = "sub"
     }
 
     /// The Team ID.

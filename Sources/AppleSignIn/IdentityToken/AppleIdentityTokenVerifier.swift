@@ -5,8 +5,14 @@ import Logging
 /// The claims of Apple's identity token that Revoker uses.
 public struct AppleIdentityClaims: JWTPayload, Equatable {
     enum CodingKeys: String, CodingKey {
-        case issuer = "iss", subject = "sub", audience = "aud", issuedAt = "iat", expires = "exp"
-        case email, emailVerified = "email_verified", isPrivateEmail = "is_private_email"
+        case issuer = "iss"
+        case subject = "sub"
+        case audience = "aud"
+        case issuedAt = "iat"
+        case expires = "exp"
+        case email
+        case emailVerified = "email_verified"
+        case isPrivateEmail = "is_private_email"
     }
 
     /// Apple's issuer value.
@@ -25,8 +31,14 @@ public struct AppleIdentityClaims: JWTPayload, Equatable {
     public var isPrivateEmail: BoolClaim?
 
     public init(
-        issuer: String = Self.appleIssuer, subject: String, audience: String, issuedAt: Date, expires: Date,
-        email: String? = nil, emailVerified: BoolClaim? = nil, isPrivateEmail: BoolClaim? = nil
+        issuer: String = Self.appleIssuer,
+        subject: String,
+        audience: String,
+        issuedAt: Date,
+        expires: Date,
+        email: String? = nil,
+        emailVerified: BoolClaim? = nil,
+        isPrivateEmail: BoolClaim? = nil
     ) {
         self.issuer = IssuerClaim(value: issuer)
         self.subject = SubjectClaim(value: subject)

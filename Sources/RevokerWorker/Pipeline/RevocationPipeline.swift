@@ -55,7 +55,10 @@ public struct RevocationPipeline: Sendable {
         do {
             return try await self.carry(&run)
         } catch {
-            logger.warning("Database error while processing a request; it will be rescued when its lease expires", metadata: ["error": "\(String(describing: error).prefix(300))"])
+            logger.warning(
+                "Database error while processing a request; it will be rescued when its lease expires",
+                metadata: ["error": "\(String(describing: error).prefix(300))"]
+            )
             return .interrupted
         }
     }
@@ -73,8 +76,14 @@ public struct RevocationPipeline: Sendable {
 
     private func carry(_ run: inout Run) async throws -> Disposition {
         guard let app = apps[run.request.clientID] else {
-            run.logger.error("A request names a client_id this worker has no configuration for; it fails as client_misconfigured and can be requeued once the app is configured")
-            return try await finish(&run, .clientMisconfigured, error: RevocationError(code: "unknown_client_id", description: "no configuration for this client_id"))
+            run.logger.error(
+                "A request names a client_id this worker has no configuration for; it fails as client_misconfigured and can be requeued once the app is configured"
+            )
+            return try await finish(
+                &run,
+                .clientMisconfigured,
+                error: RevocationError(code: "unknown_client_id", description: "no configuration for this client_id")
+            )
         }
         var token = run.claimed.credential.secret
         var hint = TokenTypeHint.refreshToken
@@ -93,7 +102,9 @@ public struct RevocationPipeline: Sendable {
             if let refreshToken = response.refreshToken {
                 // Stored before the revoke: a retry must never re-send the burnt code.
                 let (lease, events) = (run.lease, run.events)
-                let stored = try await store { try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events) }
+                let stored = try await store {
+                    try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
+                }
                 run.events = []
                 guard stored else {
                     // Another worker took the request over; it holds only the burnt code, so revoke what we got.
@@ -116,14 +127,26 @@ public struct RevocationPipeline: Sendable {
         case .accessToken:
             hint = .accessToken
         default:
-            return try await finish(&run, .rejected, error: RevocationError(code: "unknown_credential_kind", description: "the credential kind is not supported"))
+            return try await finish(
+                &run,
+                .rejected,
+                error: RevocationError(code: "unknown_credential_kind", description: "the credential kind is not supported")
+            )
         }
 
         if run.shouldRelease() { return try await release(&run) }
         switch await call(.revoke, { try await app.client.revoke(token: token, hint: hint) }) {
         case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .revoke, &run)
         case .success(_, let latency):
-            run.events.append(AuditEvent(.revoked, appleEndpoint: AppleEndpoint.revoke.rawValue, httpStatus: 200, latency: latency, detail: "token_type_hint=\(hint.rawValue)"))
+            run.events.append(
+                AuditEvent(
+                    .revoked,
+                    appleEndpoint: AppleEndpoint.revoke.rawValue,
+                    httpStatus: 200,
+                    latency: latency,
+                    detail: "token_type_hint=\(hint.rawValue)"
+                )
+            )
             return try await finish(&run, .revoked)
         }
     }
@@ -134,7 +157,11 @@ public struct RevocationPipeline: Sendable {
         let expected = run.request.appleUserID
         guard let idToken = response.idToken else {
             guard expected != nil else { return nil }
-            return try await finish(&run, .rejected, error: RevocationError(code: "id_token_missing", description: "Apple sent no identity token to check the user against"))
+            return try await finish(
+                &run,
+                .rejected,
+                error: RevocationError(code: "id_token_missing", description: "Apple sent no identity token to check the user against")
+            )
         }
         let subject: String
         do {
@@ -152,7 +179,11 @@ public struct RevocationPipeline: Sendable {
         if let expected, subject != expected {
             run.events.append(AuditEvent(.idTokenMismatch, detail: "the grant belongs to another Apple user than the request names"))
             run.logger.warning("The grant belongs to another Apple user than the request names; not revoking")
-            return try await finish(&run, .subjectMismatch, error: RevocationError(code: "subject_mismatch", description: "the identity token's sub differs from the request's Apple user id"))
+            return try await finish(
+                &run,
+                .subjectMismatch,
+                error: RevocationError(code: "subject_mismatch", description: "the identity token's sub differs from the request's Apple user id")
+            )
         }
         run.events.append(AuditEvent(.idTokenVerified, detail: expected == nil ? "sub not compared (none given)" : "sub matches"))
         return nil
@@ -166,8 +197,13 @@ public struct RevocationPipeline: Sendable {
     private func handle(_ failure: AppleAPIError, latency: Duration?, step: Step, _ run: inout Run) async throws -> Disposition {
         run.events.append(
             AuditEvent(
-                .appleError, appleEndpoint: failure.endpoint.rawValue, httpStatus: failure.httpStatus, appleError: failure.error,
-                appleErrorDescription: failure.errorDescription, latency: latency, detail: failure.detail
+                .appleError,
+                appleEndpoint: failure.endpoint.rawValue,
+                httpStatus: failure.httpStatus,
+                appleError: failure.error,
+                appleErrorDescription: failure.errorDescription,
+                latency: latency,
+                detail: failure.detail
             )
         )
         let error = RevocationError(code: failure.error ?? failure.classification.rawValue, description: failure.errorDescription ?? failure.detail)
@@ -178,20 +214,31 @@ public struct RevocationPipeline: Sendable {
             case .validate, .revoke, .keys: return try await finish(&run, .alreadyInvalid, error: error)
             }
         case .requestRejected:
-            run.logger.error("Apple refused the request as malformed", metadata: ["apple.error": "\(failure.error ?? "-")", "http.status": "\(failure.httpStatus ?? 0)"])
+            run.logger.error(
+                "Apple refused the request as malformed",
+                metadata: ["apple.error": "\(failure.error ?? "-")", "http.status": "\(failure.httpStatus ?? 0)"]
+            )
             return try await finish(&run, .rejected, error: error)
         case .configurationFault:
             try await pause(run.request.clientID, failure: failure, logger: run.logger)
             let (lease, events, probe) = (run.lease, run.events, pauseProbeInterval)
-            guard try await store({ try await queue.retry(lease, after: probe, error: error, countsAttempt: false, events: events) }) else { return .leaseLost }
+            guard try await store({ try await queue.retry(lease, after: probe, error: error, countsAttempt: false, events: events) }) else {
+                return .leaseLost
+            }
             return .paused
         case .transient:
             if run.request.attempts >= run.request.maxAttempts {
-                run.logger.warning("Retries exhausted", metadata: ["revoker.attempts": "\(run.request.attempts)", "apple.error": "\(failure.error ?? failure.detail)"])
+                run.logger.warning(
+                    "Retries exhausted",
+                    metadata: ["revoker.attempts": "\(run.request.attempts)", "apple.error": "\(failure.error ?? failure.detail)"]
+                )
                 return try await finish(&run, .exhausted, error: error)
             }
             let delay = retryPolicy.delay(afterAttempt: run.request.attempts, retryAfter: failure.retryAfter)
-            run.logger.debug("Transient failure; retrying later", metadata: ["revoker.retry_in_ms": "\(delay.milliseconds)", "apple.detail": "\(failure.detail)"])
+            run.logger.debug(
+                "Transient failure; retrying later",
+                metadata: ["revoker.retry_in_ms": "\(delay.milliseconds)", "apple.detail": "\(failure.detail)"]
+            )
             let (lease, events) = (run.lease, run.events)
             guard try await store({ try await queue.retry(lease, after: delay, error: error, events: events) }) else { return .leaseLost }
             return .retryScheduled(delay)
@@ -206,7 +253,9 @@ public struct RevocationPipeline: Sendable {
                 metadata: ["apple.error": "\(failure.error ?? "-")", "revoker.probe_in_s": "\(pauseProbeInterval.components.seconds)"]
             )
         }
-        let (reason, probe) = (AppPauseReason(code: failure.error ?? "configuration_fault", description: failure.errorDescription), pauseProbeInterval)
+        let (reason, probe) = (
+            AppPauseReason(code: failure.error ?? "configuration_fault", description: failure.errorDescription), pauseProbeInterval
+        )
         try await store { try await queue.pauseApp(clientID: clientID, reason: reason, probeAfter: probe) }
     }
 
@@ -251,7 +300,12 @@ public struct RevocationPipeline: Sendable {
         } catch let failure as AppleAPIError {
             answer = .failure(failure, ContinuousClock.now - started)
         } catch {
-            let failure = AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: "the call was interrupted (\(type(of: error)))")
+            let failure = AppleAPIError(
+                endpoint: endpoint,
+                classification: .transient,
+                httpStatus: nil,
+                detail: "the call was interrupted (\(type(of: error)))"
+            )
             answer = .failure(failure, ContinuousClock.now - started)
         }
         switch answer {

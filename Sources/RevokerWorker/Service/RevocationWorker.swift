@@ -33,8 +33,13 @@ public struct RevocationWorker: Service {
     let state = WorkerState()
 
     public init(
-        queue: RevocationQueue, apps: AppleApps, settings: WorkerSettings, mode: Mode = .continuous,
-        owner: String = RevocationWorker.defaultOwner(), metrics: WorkerMetrics = .init(), logger: Logger
+        queue: RevocationQueue,
+        apps: AppleApps,
+        settings: WorkerSettings,
+        mode: Mode = .continuous,
+        owner: String = RevocationWorker.defaultOwner(),
+        metrics: WorkerMetrics = .init(),
+        logger: Logger
     ) {
         self.queue = queue
         self.apps = apps
@@ -98,7 +103,9 @@ public struct RevocationWorker: Service {
                     failures = 0
                 } catch {
                     failures += 1
-                    if failures == 1 { logger.warning("Cannot claim requests; retrying", metadata: ["error": "\(String(describing: error).prefix(300))"]) }
+                    if failures == 1 {
+                        logger.warning("Cannot claim requests; retrying", metadata: ["error": "\(String(describing: error).prefix(300))"])
+                    }
                     try? await Task.sleep(for: min(.milliseconds(200 * (1 << min(failures, 5))), .seconds(5)))
                     continue
                 }
@@ -156,7 +163,10 @@ public struct RevocationWorker: Service {
                     }
                 }
             } catch {
-                logger.debug("Wake-up listener lost its connection; polling until it is back", metadata: ["error": "\(String(describing: error).prefix(200))"])
+                logger.debug(
+                    "Wake-up listener lost its connection; polling until it is back",
+                    metadata: ["error": "\(String(describing: error).prefix(200))"]
+                )
             }
             do { try await Task.sleep(for: .seconds(1)) } catch { return }
         }

@@ -36,12 +36,16 @@ struct APIKeyCommand: ParsableCommand {
         var bytes = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for index in bytes.indices { bytes[index] = generator.next() }
-        let key = "rvk_" + Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        let key =
+            "rvk_"
+            + Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
         let digest = SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
         let entry: [String: Any] = ["name": name, "sha256": digest, "scopes": scopes]
         let json = (try? JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? ""
-        FileHandle.standardError.write(Data("revoker: add this entry to http.api_keys, and give the key (standard output) to the caller:\n\(json)\n".utf8))
+        FileHandle.standardError.write(
+            Data("revoker: add this entry to http.api_keys, and give the key (standard output) to the caller:\n\(json)\n".utf8)
+        )
         print(key)
     }
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
-import RevokerStore
 import RevokerConfiguration
+import RevokerStore
 
 extension AuditExportFormat: ExpressibleByArgument {}
 
@@ -30,7 +30,10 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(name: .customLong("request-id"), help: ArgumentHelp("Only events of this request (a UUID).", valueName: "uuid"))
     var requestID: String?
 
-    @Option(name: .customLong("reference"), help: ArgumentHelp("Only events with this external reference (the app's account id).", valueName: "reference"))
+    @Option(
+        name: .customLong("reference"),
+        help: ArgumentHelp("Only events with this external reference (the app's account id).", valueName: "reference")
+    )
     var reference: String?
 
     @Option(name: .customLong("client-id"), help: ArgumentHelp("Only events of this app.", valueName: "client-id"))
@@ -51,7 +54,8 @@ struct AuditCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("event"),
         help: ArgumentHelp(
-            "Only events of this kind (repeatable): \(AuditEventKind.all.map(\.rawValue).joined(separator: ", ")).", valueName: "event"
+            "Only events of this kind (repeatable): \(AuditEventKind.all.map(\.rawValue).joined(separator: ", ")).",
+            valueName: "event"
         )
     )
     var events: [String] = []
@@ -84,9 +88,14 @@ struct AuditCommand: AsyncParsableCommand {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
         let query = AuditQuery(
-            requestID: requestID.flatMap(UUID.init(uuidString:)), externalReference: reference, clientID: clientID, appleUserID: appleUserID,
-            from: since.flatMap(Self.parseTime), to: until.flatMap(Self.parseTime),
-            events: events.isEmpty ? nil : events.compactMap(AuditEventKind.init(rawValue:)), limit: min(limit, 1000)
+            requestID: requestID.flatMap(UUID.init(uuidString:)),
+            externalReference: reference,
+            clientID: clientID,
+            appleUserID: appleUserID,
+            from: since.flatMap(Self.parseTime),
+            to: until.flatMap(Self.parseTime),
+            events: events.isEmpty ? nil : events.compactMap(AuditEventKind.init(rawValue:)),
+            limit: min(limit, 1000)
         )
         let limit = self.limit
         let format = self.format
@@ -100,7 +109,9 @@ struct AuditCommand: AsyncParsableCommand {
             }
         }
         if more {
-            FileHandle.standardError.write(Data("revoker: printed the first \(printed) matching events; more match (raise --limit or narrow the filters).\n".utf8))
+            FileHandle.standardError.write(
+                Data("revoker: printed the first \(printed) matching events; more match (raise --limit or narrow the filters).\n".utf8)
+            )
         }
     }
 

@@ -49,14 +49,17 @@ struct BenchCommand: AsyncParsableCommand {
             throw fail("The benchmark needs DATABASE_URL; `scripts/bench` starts a throw-away PostgreSQL and runs it.")
         }
         let binary = Bundle.main.executablePath ?? CommandLine.arguments[0]
-        var options = smoke ? BenchmarkOptions.smoke(binary: binary, databaseURL: databaseURL) : BenchmarkOptions(binary: binary, databaseURL: databaseURL)
+        var options =
+            smoke ? BenchmarkOptions.smoke(binary: binary, databaseURL: databaseURL) : BenchmarkOptions(binary: binary, databaseURL: databaseURL)
         if let requests { options.requests = requests }
         if let latencies { options.latenciesMilliseconds = try Self.integers(latencies, "--latencies") }
         if let workers { options.workerProcesses = try Self.integers(workers, "--workers") }
         if let concurrency {
             for pair in concurrency.split(separator: ",") {
                 let parts = try Self.integers(pair.replacingOccurrences(of: ":", with: ","), "--concurrency")
-                guard parts.count == 2, (1...1024).contains(parts[1]) else { throw ValidationError("--concurrency takes LATENCY:COUNT pairs, COUNT 1-1024.") }
+                guard parts.count == 2, (1...1024).contains(parts[1]) else {
+                    throw ValidationError("--concurrency takes LATENCY:COUNT pairs, COUNT 1-1024.")
+                }
                 options.concurrencyByLatency[parts[0]] = parts[1]
             }
         }

@@ -1,11 +1,11 @@
-import RevokerWorker
 import AppleSignIn
 import ArgumentParser
 import Foundation
 import Logging
-import RevokerStore
 import RevokerApp
 import RevokerConfiguration
+import RevokerStore
+import RevokerWorker
 
 struct CheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,9 +3,9 @@ import ArgumentParser
 import Foundation
 import Logging
 import PostgresNIO
-import RevokerStore
 import RevokerApp
 import RevokerConfiguration
+import RevokerStore
 
 /// Options every command that reads the configuration shares.
 struct ConfigurationOptions: ParsableArguments {
@@ -47,7 +47,9 @@ func loadConfiguration(_ options: ConfigurationOptions, needs: RevokerConfigurat
 /// cannot be reached (or, with `requireCurrentSchema`, is not migrated) is one clear line and
 /// exit code 2, never a stack trace.
 func withDatabase<T: Sendable>(
-    _ configuration: RevokerConfiguration, requireCurrentSchema: Bool = false, logger: Logger,
+    _ configuration: RevokerConfiguration,
+    requireCurrentSchema: Bool = false,
+    logger: Logger,
     _ body: @Sendable (PostgresClient) async throws -> T
 ) async throws -> T {
     try await reportingStartupProblems {

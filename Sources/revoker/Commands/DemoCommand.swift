@@ -4,10 +4,10 @@ import ArgumentParser
 import Foundation
 import Logging
 import PostgresNIO
-import RevokerStore
-import RevokerLocalStack
 import RevokerApp
 import RevokerConfiguration
+import RevokerLocalStack
+import RevokerStore
 import RevokerWorker
 
 struct DemoCommand: AsyncParsableCommand {
@@ -46,7 +46,8 @@ struct DemoCommand: AsyncParsableCommand {
             defer { try? FileManager.default.removeItem(at: files.directory) }
             try await files.register(with: sandbox)
             let configuration = try RevokerConfiguration.load(
-                file: files.configFile, environment: files.environment(databaseURL: databaseURL, appleBaseURL: sandbox.baseURL)
+                file: files.configFile,
+                environment: files.environment(databaseURL: databaseURL, appleBaseURL: sandbox.baseURL)
             )
             let notes = files.apps[0].clientID
             let photos = files.apps[1].clientID
@@ -54,27 +55,54 @@ struct DemoCommand: AsyncParsableCommand {
 
             try await withDatabase(configuration, logger: logger) { database in
                 let applied = try await Migrator(client: database, logger: logger).migrate()
-                section("2. Migrated the revoker schema (\(applied.isEmpty ? "already current" : "applied \(applied.map(String.init).joined(separator: ", "))"))")
+                section(
+                    "2. Migrated the revoker schema (\(applied.isEmpty ? "already current" : "applied \(applied.map(String.init).joined(separator: ", "))"))"
+                )
             }
 
             let planned = [
                 Scenario(reference: "user-1001", app: 0, kind: .authorizationCode, story: "code from the iOS app", expected: .revoked),
                 Scenario(
-                    reference: "user-1002", app: 0, kind: .authorizationCode, story: "code from the web, bound to a redirect_uri", expected: .revoked,
+                    reference: "user-1002",
+                    app: 0,
+                    kind: .authorizationCode,
+                    story: "code from the web, bound to a redirect_uri",
+                    expected: .revoked,
                     redirectURI: "https://notes.example.com/auth/apple/callback"
                 ),
-                Scenario(reference: "user-1003", app: 0, kind: .refreshToken, story: "stored refresh token, Apple user id given", expected: .revoked, appleUserID: "000003.demo"),
+                Scenario(
+                    reference: "user-1003",
+                    app: 0,
+                    kind: .refreshToken,
+                    story: "stored refresh token, Apple user id given",
+                    expected: .revoked,
+                    appleUserID: "000003.demo"
+                ),
                 Scenario(reference: "user-1004", app: 0, kind: .refreshToken, story: "stored refresh token", expected: .revoked),
                 Scenario(reference: "user-1005", app: 0, kind: .accessToken, story: "only an access token was kept", expected: .revoked),
                 Scenario(reference: "user-1006", app: 0, kind: .refreshToken, story: "user already revoked in Settings", expected: .alreadyInvalid),
                 Scenario(
-                    reference: "user-1007", app: 0, kind: .refreshToken, story: "backend mixed up users: token of another Apple id",
-                    expected: .subjectMismatch, appleUserID: "000999.someone-else"
+                    reference: "user-1007",
+                    app: 0,
+                    kind: .refreshToken,
+                    story: "backend mixed up users: token of another Apple id",
+                    expected: .subjectMismatch,
+                    appleUserID: "000999.someone-else"
                 ),
-                Scenario(reference: "user-1008", app: 0, kind: .authorizationCode, story: "code already exchanged at sign-in", expected: .codeRejected),
+                Scenario(
+                    reference: "user-1008",
+                    app: 0,
+                    kind: .authorizationCode,
+                    story: "code already exchanged at sign-in",
+                    expected: .codeRejected
+                ),
                 Scenario(reference: "acct-77", app: 1, kind: .refreshToken, story: "second app, stored refresh token", expected: .revoked),
                 Scenario(
-                    reference: "acct-78", app: 1, kind: .refreshToken, story: "enqueued by SQL inside the app's own transaction", expected: .revoked,
+                    reference: "acct-78",
+                    app: 1,
+                    kind: .refreshToken,
+                    story: "enqueued by SQL inside the app's own transaction",
+                    expected: .revoked,
                     viaSQL: true
                 ),
             ]
@@ -83,7 +111,9 @@ struct DemoCommand: AsyncParsableCommand {
                 try await RevokerApp.withAppleClient(configuration, logger: logger) { client in
                     var scenarios = planned
                     let apps = try await AppleApps(
-                        apps: configuration.apps.values, clientSecretLifetime: configuration.worker.clientSecretLifetime, client: client
+                        apps: configuration.apps.values,
+                        clientSecretLifetime: configuration.worker.clientSecretLifetime,
+                        client: client
                     )
                     let queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
                     for index in scenarios.indices {
@@ -92,7 +122,8 @@ struct DemoCommand: AsyncParsableCommand {
                         let subject = scenario.appleUserID.map { $0.contains("someone-else") ? "000007.demo" : $0 } ?? "0000\(index).demo"
                         let minted: SandboxAdmin.Minted
                         switch scenario.kind {
-                        case .authorizationCode: minted = try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: scenario.redirectURI)
+                        case .authorizationCode:
+                            minted = try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: scenario.redirectURI)
                         case .accessToken: minted = try await sandbox.admin.mintAccessToken(clientID: clientID, subject: subject)
                         default: minted = try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
                         }
@@ -114,8 +145,11 @@ struct DemoCommand: AsyncParsableCommand {
                         } else {
                             _ = try await queue.enqueue(
                                 NewRevocation(
-                                    clientID: clientID, externalReference: scenario.reference, appleUserID: scenario.appleUserID,
-                                    credential: Credential(kind: scenario.kind, secret: minted.value), redirectURI: scenario.redirectURI
+                                    clientID: clientID,
+                                    externalReference: scenario.reference,
+                                    appleUserID: scenario.appleUserID,
+                                    credential: Credential(kind: scenario.kind, secret: minted.value),
+                                    redirectURI: scenario.redirectURI
                                 ),
                                 actor: "demo"
                             )
@@ -152,11 +186,15 @@ struct DemoCommand: AsyncParsableCommand {
                     return scenarios.contains { text.contains($0.secret) }
                 }
                 if !leaked.isEmpty { surprises += 1 }
-                section("5. The audit trail, by request (\(audit.records.count) events; \(leaked.isEmpty ? "checked: no code or token appears in it" : "A TOKEN APPEARS IN \(leaked.count) EVENTS"))")
+                section(
+                    "5. The audit trail, by request (\(audit.records.count) events; \(leaked.isEmpty ? "checked: no code or token appears in it" : "A TOKEN APPEARS IN \(leaked.count) EVENTS"))"
+                )
                 let byRequest = Dictionary(grouping: audit.records, by: { $0.externalReference ?? "" })
                 for record in scenarios.flatMap({ byRequest[$0.reference] ?? [] }) {
                     let apple = [record.appleEndpoint, record.httpStatus.map(String.init), record.appleError].compactMap { $0 }.joined(separator: " ")
-                    print("   \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.externalReference ?? "-", 10)) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")")
+                    print(
+                        "   \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.externalReference ?? "-", 10)) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
+                    )
                 }
                 section(surprises == 0 ? "Every request ended as expected." : "\(surprises) request(s) did not end as expected.")
                 if surprises > 0 { throw Exit.someFailed }

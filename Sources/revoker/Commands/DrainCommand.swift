@@ -1,6 +1,6 @@
-import RevokerConfiguration
 import ArgumentParser
 import Foundation
+import RevokerConfiguration
 import RevokerStore
 import RevokerWorker
 
@@ -66,7 +66,8 @@ struct DrainCommand: AsyncParsableCommand {
     static func json(_ report: WorkerReport, elapsed: Duration) -> String {
         let object: [String: Any] = [
             "succeeded": report.succeeded, "failed": report.failed, "retries_scheduled": report.retriesScheduled,
-            "paused": report.paused, "handed_back": report.released, "unfinished": report.unfinished, "interrupted": report.interrupted, "timed_out": report.timedOut,
+            "paused": report.paused, "handed_back": report.released, "unfinished": report.unfinished, "interrupted": report.interrupted,
+            "timed_out": report.timedOut,
             "elapsed_ms": elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
             "by_outcome": Dictionary(uniqueKeysWithValues: report.finished.map { ($0.key.rawValue, $0.value) }),
         ]

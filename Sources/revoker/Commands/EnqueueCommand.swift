@@ -1,10 +1,10 @@
-import RevokerWorker
 import AppleSignIn
 import ArgumentParser
 import Foundation
 import Logging
-import RevokerStore
 import RevokerConfiguration
+import RevokerStore
+import RevokerWorker
 
 #if canImport(Glibc)
 import Glibc
@@ -147,8 +147,11 @@ struct EnqueueCommand: AsyncParsableCommand {
         let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
         let logger = CommandLogging.logger(label: "revoker.enqueue", level: options.logLevel)
         let new = NewRevocation(
-            clientID: app.apple.clientID, externalReference: reference, appleUserID: appleUserID,
-            credential: Credential(kind: kind, secret: secret), redirectURI: redirectURI,
+            clientID: app.apple.clientID,
+            externalReference: reference,
+            appleUserID: appleUserID,
+            credential: Credential(kind: kind, secret: secret),
+            redirectURI: redirectURI,
             maxAttempts: maxAttempts.flatMap { Int($0) } ?? configuration.worker.maxAttempts
         )
         let actor = Self.actor()

@@ -1,6 +1,6 @@
 import ArgumentParser
-import RevokerStore
 import RevokerConfiguration
+import RevokerStore
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

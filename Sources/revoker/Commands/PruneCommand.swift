@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import RevokerStore
 import RevokerConfiguration
+import RevokerStore
 
 struct PruneCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,7 +19,10 @@ struct PruneCommand: AsyncParsableCommand {
 
     @OptionGroup var options: ConfigurationOptions
 
-    @Option(name: .customLong("older-than-days"), help: ArgumentHelp("Delete requests that finished more than this many days ago (1-36500).", valueName: "days"))
+    @Option(
+        name: .customLong("older-than-days"),
+        help: ArgumentHelp("Delete requests that finished more than this many days ago (1-36500).", valueName: "days")
+    )
     var olderThanDays: Int
 
     @Flag(help: #"Print {"pruned": N, "finished_before": "…"} for scripts."#)

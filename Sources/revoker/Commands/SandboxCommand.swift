@@ -60,8 +60,13 @@ struct SandboxCommand: AsyncParsableCommand {
 
     var faults: SandboxFaults {
         SandboxFaults(
-            internalErrorRate: internalErrorRate, unavailableRate: unavailableRate, throttleRate: throttleRate,
-            retryAfterSeconds: retryAfter, latencyMilliseconds: latencyMilliseconds, hangRate: hangRate, dropRate: dropRate
+            internalErrorRate: internalErrorRate,
+            unavailableRate: unavailableRate,
+            throttleRate: throttleRate,
+            retryAfterSeconds: retryAfter,
+            latencyMilliseconds: latencyMilliseconds,
+            hangRate: hangRate,
+            dropRate: dropRate
         )
     }
 

@@ -1,9 +1,9 @@
-import UnixSignals
-import RevokerHTTP
-import RevokerConfiguration
 import ArgumentParser
 import Logging
 import RevokerApp
+import RevokerConfiguration
+import RevokerHTTP
+import UnixSignals
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,7 +50,8 @@ struct ServeCommand: AsyncParsableCommand {
         let withWorker = !noWorker
         try await reportingStartupProblems {
             let app = try await RevokerApp(
-                configuration: configuration, parts: noWorker ? .api : [.api, .worker],
+                configuration: configuration,
+                parts: noWorker ? .api : [.api, .worker],
                 onServerRunning: { port in
                     logger.notice("Serving the API", metadata: ["http.host": "\(host)", "http.port": "\(port)", "revoker.worker": "\(withWorker)"])
                 },

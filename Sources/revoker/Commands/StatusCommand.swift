@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
-import RevokerStore
 import RevokerConfiguration
+import RevokerStore
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -92,15 +92,19 @@ struct StatusCommand: AsyncParsableCommand {
             text += "Paused apps: none\n"
         } else {
             text += "Paused apps: \(paused.count)\n"
-            let rows = [["CLIENT ID", "REASON", "PAUSED SINCE", "NEXT PROBE"]] + paused.map { pause in
-                [
-                    AuditExport.terminalSafe(pause.clientID, limit: 60), AuditExport.terminalSafe(pause.reason.code, limit: 40),
-                    AuditExport.timestamp(pause.pausedAt), AuditExport.timestamp(pause.nextProbeAt),
-                ]
-            }
+            let rows =
+                [["CLIENT ID", "REASON", "PAUSED SINCE", "NEXT PROBE"]]
+                + paused.map { pause in
+                    [
+                        AuditExport.terminalSafe(pause.clientID, limit: 60), AuditExport.terminalSafe(pause.reason.code, limit: 40),
+                        AuditExport.timestamp(pause.pausedAt), AuditExport.timestamp(pause.nextProbeAt),
+                    ]
+                }
             let widths = (0..<4).map { column in rows.map { $0[column].count }.max() ?? 0 }
             for row in rows {
-                text += "  " + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()
+                text +=
+                    "  "
+                    + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()
                     .trimmingCharacters(in: .whitespaces) + "\n"
             }
         }

@@ -1,5 +1,5 @@
-import RevokerConfiguration
 import ArgumentParser
+import RevokerConfiguration
 import RevokerWorker
 
 struct WorkCommand: AsyncParsableCommand {

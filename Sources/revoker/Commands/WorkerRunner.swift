@@ -1,16 +1,19 @@
-import UnixSignals
 import ArgumentParser
 import Logging
 import RevokerApp
 import RevokerConfiguration
 import RevokerWorker
+import UnixSignals
 
 /// Worker settings that can be overridden on the command line.
 struct WorkerOptions: ParsableArguments {
     @Option(help: "Requests processed at once (overrides worker.concurrency).")
     var concurrency: Int?
 
-    @Option(name: .customLong("max-attempts"), help: "Attempts before a request ends exhausted, for this run's retries (overrides worker.max_attempts).")
+    @Option(
+        name: .customLong("max-attempts"),
+        help: "Attempts before a request ends exhausted, for this run's retries (overrides worker.max_attempts)."
+    )
     var maxAttempts: Int?
 
     func validate() throws {
