@@ -33,7 +33,7 @@ struct StatusAuditCommandTests {
             ).collect()
             try await fixture.queue().pauseApp(
                 clientID: "com.example.other",
-                reason: AppPauseReason(code: "invalid_client"),
+                reason: ErrorDetail(code: "invalid_client"),
                 probeAfter: .seconds(300)
             )
 

@@ -314,7 +314,7 @@ struct QueueTests {
             _ = try await queue.enqueue(Fixtures.new("paused", client: "com.example.paused"), actor: "t")
             try await Task.sleep(for: .milliseconds(10))
             _ = try await queue.enqueue(Fixtures.new("new-code", secret: "code", kind: .authorizationCode), actor: "t")
-            try await queue.pauseApp(clientID: "com.example.paused", reason: AppPauseReason(code: "invalid_client"), probeAfter: .seconds(60))
+            try await queue.pauseApp(clientID: "com.example.paused", reason: ErrorDetail(code: "invalid_client"), probeAfter: .seconds(60))
             #expect(try await queue.pausedApps().map(\.clientID) == ["com.example.paused"])
             let claimed = try await queue.claim(batch: 10, lease: .seconds(60), owner: "w")
             #expect(claimed.map(\.request.externalReference) == ["new-code", "old-refresh"])
@@ -464,7 +464,7 @@ struct LifecycleTests {
             let id = try await queue.enqueue(Fixtures.new("user-1", secret: "tok-1"), actor: "t").request.id
             var claimed = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w").first)
             #expect(claimed.request.attempts == 1)
-            #expect(try await queue.retry(claimed.lease, after: .seconds(3600), error: RevocationError(code: "invalid_client"), countsAttempt: false))
+            #expect(try await queue.retry(claimed.lease, after: .seconds(3600), error: ErrorDetail(code: "invalid_client"), countsAttempt: false))
             var request = try #require(try await queue.request(id: id))
             #expect(request.state == .pending)
             #expect(request.attempts == 0)
@@ -485,7 +485,7 @@ struct LifecycleTests {
                     claimed.lease,
                     state: .failed,
                     outcome: .clientMisconfigured,
-                    error: RevocationError(code: "invalid_client")
+                    error: ErrorDetail(code: "invalid_client")
                 )
             )
             #expect(try await queue.request(id: id)?.hasCredential == true)

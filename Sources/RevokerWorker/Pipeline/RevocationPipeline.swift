@@ -82,7 +82,7 @@ public struct RevocationPipeline: Sendable {
             return try await finish(
                 &run,
                 .clientMisconfigured,
-                error: RevocationError(code: "unknown_client_id", description: "no configuration for this client_id")
+                error: ErrorDetail(code: "unknown_client_id", description: "no configuration for this client_id")
             )
         }
         var token = run.claimed.credential.secret
@@ -130,7 +130,7 @@ public struct RevocationPipeline: Sendable {
             return try await finish(
                 &run,
                 .rejected,
-                error: RevocationError(code: "unknown_credential_kind", description: "the credential kind is not supported")
+                error: ErrorDetail(code: "unknown_credential_kind", description: "the credential kind is not supported")
             )
         }
 
@@ -160,7 +160,7 @@ public struct RevocationPipeline: Sendable {
             return try await finish(
                 &run,
                 .rejected,
-                error: RevocationError(code: "id_token_missing", description: "Apple sent no identity token to check the user against")
+                error: ErrorDetail(code: "id_token_missing", description: "Apple sent no identity token to check the user against")
             )
         }
         let subject: String
@@ -174,7 +174,7 @@ public struct RevocationPipeline: Sendable {
                 run.events.append(AuditEvent(.note, detail: "identity token not verified (\(code)); no Apple user id to check"))
                 return nil
             }
-            return try await finish(&run, .rejected, error: RevocationError(code: code, description: "the identity token could not be verified"))
+            return try await finish(&run, .rejected, error: ErrorDetail(code: code, description: "the identity token could not be verified"))
         }
         if let expected, subject != expected {
             run.events.append(AuditEvent(.idTokenMismatch, detail: "the grant belongs to another Apple user than the request names"))
@@ -182,7 +182,7 @@ public struct RevocationPipeline: Sendable {
             return try await finish(
                 &run,
                 .subjectMismatch,
-                error: RevocationError(code: "subject_mismatch", description: "the identity token's sub differs from the request's Apple user id")
+                error: ErrorDetail(code: "subject_mismatch", description: "the identity token's sub differs from the request's Apple user id")
             )
         }
         run.events.append(AuditEvent(.idTokenVerified, detail: expected == nil ? "sub not compared (none given)" : "sub matches"))
@@ -206,7 +206,7 @@ public struct RevocationPipeline: Sendable {
                 detail: failure.detail
             )
         )
-        let error = RevocationError(code: failure.error ?? failure.classification.rawValue, description: failure.errorDescription ?? failure.detail)
+        let error = ErrorDetail(code: failure.error ?? failure.classification.rawValue, description: failure.errorDescription ?? failure.detail)
         switch failure.classification {
         case .credentialRejected:
             switch step {
@@ -254,7 +254,7 @@ public struct RevocationPipeline: Sendable {
             )
         }
         let (reason, probe) = (
-            AppPauseReason(code: failure.error ?? "configuration_fault", description: failure.errorDescription), pauseProbeInterval
+            ErrorDetail(code: failure.error ?? "configuration_fault", description: failure.errorDescription), pauseProbeInterval
         )
         try await store { try await queue.pauseApp(clientID: clientID, reason: reason, probeAfter: probe) }
     }
@@ -264,7 +264,7 @@ public struct RevocationPipeline: Sendable {
         await pauses.markResumed(clientID)
     }
 
-    private func finish(_ run: inout Run, _ outcome: RevocationOutcome, error: RevocationError? = nil) async throws -> Disposition {
+    private func finish(_ run: inout Run, _ outcome: RevocationOutcome, error: ErrorDetail? = nil) async throws -> Disposition {
         let (lease, events) = (run.lease, run.events)
         let applied = try await store { try await queue.finish(lease, state: outcome.state, outcome: outcome, error: error, events: events) }
         run.events = []

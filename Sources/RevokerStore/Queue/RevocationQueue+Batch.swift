@@ -10,35 +10,6 @@ import PostgresNIO
 /// statement: atomic without BEGIN/COMMIT, one round trip and one commit for the whole batch.
 extension RevocationQueue {
     /// One audit event as the batched statements read it.
-    struct EventRow: Encodable, Sendable {
-        enum CodingKeys: String, CodingKey {
-            case event
-            case appleEndpoint = "apple_endpoint"
-            case httpStatus = "http_status"
-            case appleError = "apple_error"
-            case appleErrorDescription = "apple_error_description"
-            case latencyMilliseconds = "latency_ms"
-            case detail
-        }
-        var event: String
-        var appleEndpoint: String?
-        var httpStatus: Int?
-        var appleError: String?
-        var appleErrorDescription: String?
-        var latencyMilliseconds: Int?
-        var detail: String?
-
-        init(_ event: AuditEvent) {
-            self.event = event.event.rawValue
-            appleEndpoint = event.appleEndpoint
-            httpStatus = event.httpStatus
-            appleError = event.appleError
-            appleErrorDescription = event.appleErrorDescription
-            latencyMilliseconds = event.latencyMilliseconds
-            detail = event.detail
-        }
-    }
-
     /// A fenced finish waiting for its statement.
     struct FinishRow: Encodable, Sendable {
         enum CodingKeys: String, CodingKey {
@@ -57,7 +28,7 @@ extension RevocationQueue {
         var keep: Bool
         var errorCode: String?
         var errorDescription: String?
-        var events: [EventRow]
+        var events: [AuditWriter.Row]
     }
 
     /// A fenced credential replacement waiting for its statement.
@@ -76,7 +47,7 @@ extension RevocationQueue {
         /// Base64 of the sealed bytes (sealed: no secret in the clear).
         var sealed: String
         var keyID: String
-        var events: [EventRow]
+        var events: [AuditWriter.Row]
     }
 
     /// Finishes every row whose lease is current, in one statement; answers per row whether it applied.
@@ -131,18 +102,11 @@ extension RevocationQueue {
                     SET \(unescaped: set), updated_at = now()
                     FROM input i
                     WHERE r.id = i.id AND r.id IN (SELECT id FROM locked) AND r.state = 'running' AND r.fencing_token = i.fencing_token
-                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, i.owner, i.events
+                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, i.owner AS actor, i.events
                 ), erased AS (
                     DELETE FROM revoker.credential_intake c USING changed WHERE c.request_id = changed.id
                 ), audit AS (
-                    INSERT INTO revoker.audit_events
-                        (request_id, client_id, external_reference, apple_user_id, event, attempt, actor,
-                         apple_endpoint, http_status, apple_error, apple_error_description, latency_ms, detail)
-                    SELECT c.id, c.client_id, c.external_reference, c.apple_user_id, e.value->>'event', c.attempts, c.owner,
-                           e.value->>'apple_endpoint', (e.value->>'http_status')::int, e.value->>'apple_error',
-                           e.value->>'apple_error_description', (e.value->>'latency_ms')::int, e.value->>'detail'
-                    FROM changed c CROSS JOIN LATERAL jsonb_array_elements(c.events) WITH ORDINALITY AS e(value, n)
-                    ORDER BY c.id, e.n
+                    \(unescaped: AuditWriter.insert(from: "changed"))
                 )
                 SELECT id FROM changed
                 """

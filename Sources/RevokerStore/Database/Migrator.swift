@@ -3,36 +3,6 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// One numbered SQL migration (embedded from `Sources/RevokerStore/Migrations`, which the
-/// repository's `migrations/` links to).
-public struct Migration: Sendable, Hashable {
-    /// Version number (the file's numeric prefix).
-    public var version: Int
-    /// File name without `.sql`.
-    public var name: String
-    /// The SQL text.
-    public var sql: String
-
-    /// sha256 (hex) of the file's bytes.
-    public var checksum: String {
-        SHA256.hash(data: Array(self.sql.utf8)).map { String(format: "%02x", $0) }.joined()
-    }
-
-    /// Creates a migration.
-    public init(version: Int, name: String, sql: String) {
-        self.version = version
-        self.name = name
-        self.sql = sql
-    }
-
-    /// The migrations built into this binary, in order. Adding a file to `migrations/` needs a
-    /// line here (SwiftPM names the embedded bytes after the file, with a leading digit
-    /// replaced by `_`); the test `everyMigrationFileIsEmbedded` fails until it is added.
-    public static let all: [Migration] = [
-        Migration(version: 1, name: "0001_revocation_queue", sql: String(decoding: PackageResources._001_revocation_queue_sql, as: UTF8.self))
-    ]
-}
-
 /// Applies the embedded migrations.
 ///
 /// `migrate()` holds a session advisory lock while it works, so several instances starting

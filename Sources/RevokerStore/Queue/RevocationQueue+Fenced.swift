@@ -93,7 +93,7 @@ extension RevocationQueue {
         _ lease: Lease,
         state: RevocationState,
         outcome: RevocationOutcome,
-        error: RevocationError? = nil,
+        error: ErrorDetail? = nil,
         events: [AuditEvent] = []
     ) async throws -> Bool {
         guard state == .succeeded || state == .failed, outcome.state == state else {
@@ -111,7 +111,7 @@ extension RevocationQueue {
             keep: keep,
             errorCode: error.map { String($0.code.prefix(100)) },
             errorDescription: error?.description.map { String($0.prefix(500)) },
-            events: closing.map(EventRow.init)
+            events: closing.map(AuditWriter.Row.init)
         )
         let applied = try await finishes.submit(row) { rows in try await self.finishAll(rows) }
         logFenced(lease, applied: applied, "Finished revocation request", metadata: ["revoker.outcome": "\(outcome.rawValue)"])
@@ -124,14 +124,14 @@ extension RevocationQueue {
     public func retry(
         _ lease: Lease,
         after delay: Duration,
-        error: RevocationError?,
+        error: ErrorDetail?,
         countsAttempt: Bool = true,
         events: [AuditEvent] = []
     ) async throws -> Bool {
         let ms = max(0, Self.milliseconds(delay))
         let logger = self.logger
         return try await self.fenced(lease) { connection in
-            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
+            try await AuditWriter.write(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
             try await connection.run(
                 """
                 UPDATE revoker.revocation_requests
@@ -146,7 +146,7 @@ extension RevocationQueue {
                 logger: logger
             )
             let detail = "in \(ms) ms" + (countsAttempt ? "" : ", attempt not counted")
-            try await Self.insertEvents(
+            try await AuditWriter.write(
                 [AuditEvent(.retryScheduled, appleError: error.map { String($0.code.prefix(100)) }, detail: detail)],
                 requestID: lease.requestID,
                 actor: lease.owner,
@@ -169,7 +169,7 @@ extension RevocationQueue {
                 """,
                 logger: logger
             )
-            try await Self.insertEvents(
+            try await AuditWriter.write(
                 [AuditEvent(.released)],
                 requestID: lease.requestID,
                 actor: lease.owner,
@@ -194,7 +194,7 @@ extension RevocationQueue {
             kind: credential.kind.rawValue,
             sealed: Data(sealed.bytes).base64EncodedString(),
             keyID: sealed.keyID,
-            events: events.map(EventRow.init)
+            events: events.map(AuditWriter.Row.init)
         )
         let applied = try await replacements.submit(row) { rows in try await self.replaceAll(rows) }
         logFenced(lease, applied: applied, "Replaced the stored credential")
@@ -205,7 +205,7 @@ extension RevocationQueue {
     public func record(_ lease: Lease, events: [AuditEvent]) async throws -> Bool {
         let logger = self.logger
         return try await self.fenced(lease) { connection in
-            try await Self.insertEvents(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
+            try await AuditWriter.write(events, requestID: lease.requestID, actor: lease.owner, on: connection, logger: logger)
         }
     }
 }

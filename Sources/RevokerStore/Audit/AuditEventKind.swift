@@ -1,0 +1,60 @@
+import Foundation
+
+/// The kind of an audit event (checked by the database).
+public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init?(rawValue: String) {
+        guard Self.all.contains(where: { $0.rawValue == rawValue }) else { return nil }
+        self.rawValue = rawValue
+    }
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// `enqueued`.
+    public static let enqueued = Self("enqueued")
+    /// `claimed`.
+    public static let claimed = Self("claimed")
+    /// `token_exchanged`.
+    public static let tokenExchanged = Self("token_exchanged")
+    /// `token_validated`.
+    public static let tokenValidated = Self("token_validated")
+    /// `id_token_verified`.
+    public static let idTokenVerified = Self("id_token_verified")
+    /// `id_token_mismatch`.
+    public static let idTokenMismatch = Self("id_token_mismatch")
+    /// `revoked`.
+    public static let revoked = Self("revoked")
+    /// `retry_scheduled`.
+    public static let retryScheduled = Self("retry_scheduled")
+    /// `rescued`.
+    public static let rescued = Self("rescued")
+    /// `released`.
+    public static let released = Self("released")
+    /// `failed`.
+    public static let failed = Self("failed")
+    /// `succeeded`.
+    public static let succeeded = Self("succeeded")
+    /// `cancelled`.
+    public static let cancelled = Self("cancelled")
+    /// `credential_erased`.
+    public static let credentialErased = Self("credential_erased")
+    /// `credential_sealed`.
+    public static let credentialSealed = Self("credential_sealed")
+    /// `requeued`.
+    public static let requeued = Self("requeued")
+    /// `app_paused`.
+    public static let appPaused = Self("app_paused")
+    /// `app_resumed`.
+    public static let appResumed = Self("app_resumed")
+    /// An Apple error answer worth recording on its own.
+    public static let appleError = Self("apple_error")
+    /// A free-form note (detail says what).
+    public static let note = Self("note")
+
+    /// All kinds.
+    public static let all: [AuditEventKind] = [
+        .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
+        .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
+        .requeued, .appPaused, .appResumed, .appleError, .note,
+    ]
+    public var description: String { self.rawValue }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The one place audit events are written. Every statement that changes a request or an app
+/// writes its events through here, in the same transaction as the change.
+///
+/// Events travel as a JSON array (one ``AuditWriter/Row`` each) beside the rows they belong
+/// to, so one statement writes any number of events for any number of requests, in order.
+enum AuditWriter {
+    /// One event as the writer's SQL reads it.
+    struct Row: Encodable, Sendable {
+        enum CodingKeys: String, CodingKey {
+            case event
+            case appleEndpoint = "apple_endpoint"
+            case httpStatus = "http_status"
+            case appleError = "apple_error"
+            case appleErrorDescription = "apple_error_description"
+            case latencyMilliseconds = "latency_ms"
+            case detail
+        }
+        var event: String
+        var appleEndpoint: String?
+        var httpStatus: Int?
+        var appleError: String?
+        var appleErrorDescription: String?
+        var latencyMilliseconds: Int?
+        var detail: String?
+
+        init(_ event: AuditEvent) {
+            self.event = event.event.rawValue
+            appleEndpoint = event.appleEndpoint
+            httpStatus = event.httpStatus
+            appleError = event.appleError
+            appleErrorDescription = event.appleErrorDescription
+            latencyMilliseconds = event.latencyMilliseconds
+            detail = event.detail
+        }
+    }
+
+    /// An `INSERT` writing the events of every row of `source`: a relation with the columns
+    /// `id` (the request, or NULL for an app event), `client_id`, `external_reference`,
+    /// `apple_user_id`, `attempts`, `actor` and `events` (a JSON array of ``Row``).
+    static func insert(from source: String) -> String {
+        """
+        INSERT INTO revoker.audit_events
+            (request_id, client_id, external_reference, apple_user_id, event, attempt, actor,
+             apple_endpoint, http_status, apple_error, apple_error_description, latency_ms, detail)
+        SELECT s.id, s.client_id, s.external_reference, s.apple_user_id, e.value->>'event', s.attempts, s.actor,
+               e.value->>'apple_endpoint', (e.value->>'http_status')::int, e.value->>'apple_error',
+               e.value->>'apple_error_description', (e.value->>'latency_ms')::int, e.value->>'detail'
+        FROM \(source) s CROSS JOIN LATERAL jsonb_array_elements(s.events) WITH ORDINALITY AS e(value, n)
+        ORDER BY s.id, e.n
+        """
+    }
+
+    /// `events` as the JSON array ``insert(from:)`` reads.
+    static func json(_ events: [AuditEvent]) throws -> String {
+        String(decoding: try JSONEncoder().encode(events.map(Row.init)), as: UTF8.self)
+    }
+
+    /// Writes `events` for one request, its columns copied from the request's row.
+    static func write(
+        _ events: [AuditEvent],
+        requestID: UUID,
+        actor: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        guard !events.isEmpty else { return }
+        let query: PostgresQuery = """
+            WITH source AS (
+                SELECT r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts,
+                       \(actor)::text AS actor, \(try json(events))::jsonb AS events
+                FROM revoker.revocation_requests r WHERE r.id = \(requestID)
+            )
+            \(unescaped: insert(from: "source"))
+            """
+        try await connection.run(query, logger: logger)
+    }
+
+    /// Writes `events` about an app as a whole (no request).
+    static func write(
+        _ events: [AuditEvent],
+        clientID: String,
+        actor: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
+        guard !events.isEmpty else { return }
+        let query: PostgresQuery = """
+            WITH source AS (
+                SELECT NULL::uuid AS id, \(clientID)::text AS client_id, NULL::text AS external_reference,
+                       NULL::text AS apple_user_id, NULL::int AS attempts, \(actor)::text AS actor,
+                       \(try json(events))::jsonb AS events
+            )
+            \(unescaped: insert(from: "source"))
+            """
+        try await connection.run(query, logger: logger)
+    }
+}

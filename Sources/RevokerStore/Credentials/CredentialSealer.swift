@@ -1,0 +1,77 @@
+import Crypto
+import Foundation
+
+/// Seals and opens credentials with AES-256-GCM.
+///
+/// The additional authenticated data binds a sealed value to its request id and credential
+/// kind, so it cannot be copied onto another row or relabelled as another kind.
+public struct CredentialSealer: Sendable {
+    static let formatVersion: UInt8 = 1
+
+    /// The keyring used.
+    public let keyring: CredentialKeyring
+
+    /// Creates a sealer.
+    public init(keyring: CredentialKeyring) {
+        self.keyring = keyring
+    }
+
+    /// Seals `credential` for request `requestID` with the current key.
+    public func seal(_ credential: Credential, requestID: UUID) throws(RevokerStoreError) -> SealedCredential {
+        let keyID = self.keyring.currentKeyID
+        guard let key = self.keyring.keys[keyID] else {
+            throw RevokerStoreError(.unknownKeyID, "the current key id is not in the keyring")
+        }
+        do {
+            let box = try AES.GCM.seal(
+                Array(credential.secret.utf8),
+                using: key,
+                authenticating: Self.aad(requestID: requestID, kind: credential.kind, keyID: keyID)
+            )
+            guard let combined = box.combined else {
+                throw RevokerStoreError(.sealFailed, "AES-GCM produced no combined representation")
+            }
+            return SealedCredential(keyID: keyID, bytes: [Self.formatVersion] + Array(combined))
+        } catch let error as RevokerStoreError {
+            throw error
+        } catch {
+            throw RevokerStoreError(.sealFailed, "the credential could not be sealed")
+        }
+    }
+
+    /// Opens a sealed credential of request `requestID` and the given kind.
+    public func open(_ sealed: SealedCredential, requestID: UUID, kind: CredentialKind) throws(RevokerStoreError) -> Credential {
+        guard let key = self.keyring.keys[sealed.keyID] else {
+            throw RevokerStoreError(
+                .unknownKeyID,
+                "the credential is sealed with key id '\(CredentialKeyring.printable(sealed.keyID))', which the keyring does not hold"
+            )
+        }
+        guard sealed.bytes.count > 1 + 12 + 16, sealed.bytes[0] == Self.formatVersion else {
+            throw RevokerStoreError(.unsealFailed, "the sealed credential has an unknown format")
+        }
+        do {
+            let box = try AES.GCM.SealedBox(combined: sealed.bytes.dropFirst())
+            let plain = try AES.GCM.open(
+                box,
+                using: key,
+                authenticating: Self.aad(requestID: requestID, kind: kind, keyID: sealed.keyID)
+            )
+            guard let secret = String(bytes: plain, encoding: .utf8) else {
+                throw RevokerStoreError(.unsealFailed, "the opened credential is not UTF-8")
+            }
+            return Credential(kind: kind, secret: secret)
+        } catch let error as RevokerStoreError {
+            throw error
+        } catch {
+            throw RevokerStoreError(
+                .unsealFailed,
+                "the sealed credential could not be opened: wrong key, tampered ciphertext, or sealed for another request"
+            )
+        }
+    }
+
+    static func aad(requestID: UUID, kind: CredentialKind, keyID: String) -> [UInt8] {
+        Array("revoker.credential.v1|\(requestID.uuidString.lowercased())|\(kind.rawValue)|\(keyID)".utf8)
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+
+/// Filter for ``RevocationQueue/list(_:)``.
+public struct RevocationFilter: Sendable, Hashable {
+    /// Only this app.
+    public var clientID: String?
+    /// Only this external reference.
+    public var externalReference: String?
+    /// Only this Apple user id.
+    public var appleUserID: String?
+    /// Only this state.
+    public var state: RevocationState?
+    /// Only requests created strictly before this (for paging back in time).
+    public var createdBefore: Date?
+    /// At most this many (1...1000), newest first.
+    public var limit: Int
+
+    /// Creates a filter.
+    public init(
+        clientID: String? = nil,
+        externalReference: String? = nil,
+        appleUserID: String? = nil,
+        state: RevocationState? = nil,
+        createdBefore: Date? = nil,
+        limit: Int = 100
+    ) {
+        self.clientID = clientID
+        self.externalReference = externalReference
+        self.appleUserID = appleUserID
+        self.state = state
+        self.createdBefore = createdBefore
+        self.limit = limit
+    }
+}

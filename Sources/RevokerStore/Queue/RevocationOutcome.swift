@@ -1,0 +1,43 @@
+import Foundation
+
+/// Why a request reached its final state.
+public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init?(rawValue: String) {
+        guard Self.all.contains(where: { $0.rawValue == rawValue }) else { return nil }
+        self.rawValue = rawValue
+    }
+    private init(_ rawValue: String) { self.rawValue = rawValue }
+
+    /// Apple accepted the revocation of a live token (state `succeeded`).
+    public static let revoked = Self("revoked")
+    /// The token was already invalid: nothing left to revoke (state `succeeded`).
+    public static let alreadyInvalid = Self("already_invalid")
+    /// Apple rejected the authorization code (expired, used, other client) (state `failed`).
+    public static let codeRejected = Self("code_rejected")
+    /// The id_token's subject differs from the enqueued Apple user id (state `failed`).
+    public static let subjectMismatch = Self("subject_mismatch")
+    /// Attempts ran out on transient errors (state `failed`).
+    public static let exhausted = Self("exhausted")
+    /// Our configuration for the app is wrong; the sealed credential is kept so the request
+    /// can be requeued once fixed (state `failed`).
+    public static let clientMisconfigured = Self("client_misconfigured")
+    /// Apple rejected the request for another reason (state `failed`).
+    public static let rejected = Self("rejected")
+    /// Cancelled by an operator (state `cancelled`).
+    public static let cancelled = Self("cancelled")
+    /// All outcomes.
+    public static let all: [RevocationOutcome] = [
+        .revoked, .alreadyInvalid, .codeRejected, .subjectMismatch, .exhausted, .clientMisconfigured, .rejected, .cancelled,
+    ]
+
+    /// The final state this outcome belongs to.
+    public var state: RevocationState {
+        switch self {
+        case .revoked, .alreadyInvalid: .succeeded
+        case .cancelled: .cancelled
+        default: .failed
+        }
+    }
+    public var description: String { self.rawValue }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension RevocationQueue {
+    /// Claims up to `batch` due requests: authorization codes first, then oldest due; apps in
+    /// `app_pauses` are skipped. Each becomes `running` under a new fencing token, its attempt
+    /// counter goes up and a `claimed` event is written, all in one transaction. Intake
+    /// credentials are sealed in the same transaction.
+    ///
+    /// A request whose credential cannot be opened (unknown key id, tampered) is not returned:
+    /// it goes back to pending an hour later with error `credential_unreadable`, so one bad row
+    /// cannot block the queue.
+    public func claim(batch: Int, lease: Duration, owner: String) async throws -> [ClaimedRevocation] {
+        guard (1...10_000).contains(batch) else {
+            throw RevokerStoreError(.invalidArgument, "batch must be between 1 and 10000")
+        }
+        try Self.validateActor(owner)
+        let leaseMilliseconds = Self.milliseconds(lease)
+        guard leaseMilliseconds > 0 else {
+            throw RevokerStoreError(.invalidArgument, "the lease must be positive")
+        }
+        let claimedEvent = try AuditWriter.json([AuditEvent(.claimed)])
+        return try await StoreDatabase.run(self.logger) {
+            try await self.client.withTransaction(logger: self.logger) { connection in
+                let rows = try await connection.query(
+                    """
+                    -- Paused apps are excluded through an InitPlan array, not NOT EXISTS: the anti-join's
+                    -- row estimate (app_pauses is tiny and rarely analyzed) made the planner sort all due
+                    -- rows; this form keeps the ordered scan of revocation_requests_claim (docs/store.md).
+                    WITH candidates AS (
+                        SELECT c.id FROM revoker.revocation_requests c
+                        WHERE c.state = 'pending' AND c.run_after <= now()
+                          AND c.client_id <> ALL (ARRAY(SELECT p.client_id FROM revoker.app_pauses p))
+                        ORDER BY (c.credential_kind <> 'authorization_code'), c.run_after, c.id
+                        LIMIT \(batch)
+                        FOR UPDATE SKIP LOCKED
+                    ), claimed AS (
+                        UPDATE revoker.revocation_requests r
+                        SET state = 'running', lease_owner = \(owner),
+                            lease_expires_at = now() + make_interval(secs => \(leaseMilliseconds)::float8 / 1000.0),
+                            fencing_token = r.fencing_token + 1, attempts = r.attempts + 1, updated_at = now()
+                        FROM candidates WHERE r.id = candidates.id
+                        RETURNING \(unescaped: Self.requestColumns), r.sealed_credential, r.credential_key_id
+                    ), claimed_events AS (
+                        SELECT claimed.id, claimed.client_id, claimed.external_reference, claimed.apple_user_id, claimed.attempts,
+                               \(owner)::text AS actor, \(claimedEvent)::jsonb AS events
+                        FROM claimed
+                    ), audit AS (
+                        \(unescaped: AuditWriter.insert(from: "claimed_events"))
+                    )
+                    SELECT claimed.*, i.credential AS intake_credential
+                    FROM claimed LEFT JOIN revoker.credential_intake i ON i.request_id = claimed.id
+                    ORDER BY (claimed.credential_kind <> 'authorization_code'), claimed.run_after, claimed.id
+                    """,
+                    logger: self.logger
+                ).collect()
+
+                var result: [ClaimedRevocation] = []
+                for row in rows {
+                    var request = try Self.decodeRequest(row)
+                    let cells = row.makeRandomAccess()
+                    let sealedBytes = try cells["sealed_credential"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
+                    let keyID = try cells["credential_key_id"].decode(String?.self)
+                    let intake = try cells["intake_credential"].decode(String?.self)
+                    let credential: Credential
+                    do {
+                        if let sealedBytes, let keyID {
+                            credential = try self.sealer.open(
+                                SealedCredential(keyID: keyID, bytes: sealedBytes),
+                                requestID: request.id,
+                                kind: request.credentialKind
+                            )
+                        } else if let intake {
+                            credential = Credential(kind: request.credentialKind, secret: intake)
+                            try await self.sealIntakeRow(id: request.id, credential: credential, on: connection)
+                        } else {
+                            throw RevokerStoreError(.unexpectedData, "the request has no stored credential")
+                        }
+                    } catch let error as RevokerStoreError {
+                        self.logger.error(
+                            "Claimed request has an unreadable credential; deferring it",
+                            metadata: ["revoker.request.id": "\(request.id)", "revoker.error.code": "\(error.code)"]
+                        )
+                        try await connection.run(
+                            """
+                            UPDATE revoker.revocation_requests
+                            SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, attempts = attempts - 1,
+                                run_after = now() + interval '1 hour', last_error_code = 'credential_unreadable',
+                                last_error_description = \(error.message), updated_at = now()
+                            WHERE id = \(request.id)
+                            """,
+                            logger: self.logger
+                        )
+                        try await AuditWriter.write(
+                            [AuditEvent(.retryScheduled, detail: "credential cannot be opened (\(error.code)); retry in 1 hour")],
+                            requestID: request.id,
+                            actor: owner,
+                            on: connection,
+                            logger: self.logger
+                        )
+                        continue
+                    }
+                    request.hasCredential = true
+                    guard let expiresAt = request.leaseExpiresAt else {
+                        throw RevokerStoreError(.unexpectedData, "a claimed request has no lease expiry")
+                    }
+                    let lease = Lease(requestID: request.id, fencingToken: request.fencingToken, owner: owner, expiresAt: expiresAt)
+                    result.append(ClaimedRevocation(request: request, credential: credential, lease: lease))
+                }
+                return result
+            }
+        }
+    }
+}

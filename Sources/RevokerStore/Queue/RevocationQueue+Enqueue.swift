@@ -1,0 +1,79 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension RevocationQueue {
+    /// Enqueues a revocation. A replay for a live request with the same credential returns
+    /// `.existing`; a different credential or kind throws ``RevokerStoreError/Code/conflict``.
+    public func enqueue(_ new: NewRevocation, actor: String) async throws -> EnqueueResult {
+        try Self.validateActor(actor)
+        guard !new.credential.secret.isEmpty, new.credential.secret.utf8.count <= 8192 else {
+            throw RevokerStoreError(.invalidArgument, "the credential must be 1-8192 bytes")
+        }
+        guard (1...1000).contains(new.maxAttempts) else {
+            throw RevokerStoreError(.invalidArgument, "maxAttempts must be between 1 and 1000")
+        }
+        let digest = new.credential.digest
+        var logger = self.logger
+        logger[metadataKey: "apple.client_id"] = "\(new.clientID)"
+
+        for _ in 0..<10 {
+            let id = UUID()
+            let sealed = try self.sealer.seal(new.credential, requestID: id)
+            let result: EnqueueResult? = try await StoreDatabase.run(logger) {
+                try await self.client.withTransaction(logger: logger) { connection in
+                    let inserted = try await connection.query(
+                        """
+                        INSERT INTO revoker.revocation_requests AS r
+                            (id, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
+                             sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts)
+                        VALUES (\(id), \(new.clientID), \(new.externalReference), \(new.appleUserID),
+                                \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
+                                \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(new.redirectURI), \(new.maxAttempts))
+                        ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
+                        RETURNING \(unescaped: Self.requestColumns)
+                        """,
+                        logger: logger
+                    ).collect()
+                    if let row = inserted.first {
+                        try await AuditWriter.write(
+                            [AuditEvent(.enqueued, detail: "kind=\(new.credential.kind.rawValue)")],
+                            requestID: id,
+                            actor: actor,
+                            on: connection,
+                            logger: logger
+                        )
+                        return .created(try Self.decodeRequest(row))
+                    }
+                    let existing = try await connection.query(
+                        """
+                        SELECT \(unescaped: Self.requestColumns), r.credential_digest
+                        FROM revoker.revocation_requests r
+                        WHERE r.client_id = \(new.clientID) AND r.external_reference = \(new.externalReference)
+                          AND r.state IN ('pending', 'running')
+                        """,
+                        logger: logger
+                    ).collect()
+                    guard let row = existing.first else { return nil }
+                    let request = try Self.decodeRequest(row)
+                    let storedDigest = Array(try row.makeRandomAccess()["credential_digest"].decode(ByteBuffer.self).readableBytesView)
+                    guard storedDigest == digest, request.enqueuedKind == new.credential.kind else {
+                        throw RevokerStoreError(
+                            .conflict,
+                            "a live revocation request for this external reference has a different credential"
+                        )
+                    }
+                    return .existing(request)
+                }
+            }
+            if let result {
+                if case .created(let request) = result {
+                    logger.debug("Enqueued revocation request", metadata: ["revoker.request.id": "\(request.id)"])
+                }
+                return result
+            }
+            // The live request finished between INSERT and SELECT: try again.
+        }
+        throw RevokerStoreError(.database, "could not enqueue: the live request kept changing")
+    }
+}

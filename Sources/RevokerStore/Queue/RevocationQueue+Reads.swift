@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension RevocationQueue {
+    /// Counts by state and outcome, the oldest due request's age, paused apps and unsealed
+    /// intake rows. Scans the requests table: call it for metrics every few seconds, not per request.
+    public func statistics() async throws -> QueueStatistics {
+        try await StoreDatabase.run(self.logger) {
+            var byState: [RevocationState: Int] = [:]
+            var byOutcome: [QueueStatistics.Outcome: Int] = [:]
+            for row in try await self.client.query(
+                "SELECT state, outcome, count(*)::int FROM revoker.revocation_requests GROUP BY state, outcome",
+                logger: self.logger
+            ).collect() {
+                let (rawState, rawOutcome, count) = try row.decode((String, String?, Int).self)
+                guard let state = RevocationState(rawValue: rawState) else { continue }
+                byState[state, default: 0] += count
+                if let rawOutcome, let outcome = RevocationOutcome(rawValue: rawOutcome) {
+                    byOutcome[QueueStatistics.Outcome(state: state, outcome: outcome), default: 0] += count
+                }
+            }
+            let rows = try await self.client.query(
+                """
+                SELECT coalesce((extract(epoch FROM now() - min(run_after)) * 1000)::bigint, 0)
+                         FROM revoker.revocation_requests WHERE state = 'pending' AND run_after <= now()
+                """,
+                logger: self.logger
+            ).collect()
+            let ageMilliseconds = try rows.first?.decode(Int64.self) ?? 0
+            let counts = try await self.client.query(
+                "SELECT (SELECT count(*)::int FROM revoker.app_pauses), (SELECT count(*)::int FROM revoker.credential_intake)",
+                logger: self.logger
+            ).collect()
+            let (paused, intake) = try counts.first?.decode((Int, Int).self) ?? (0, 0)
+            return QueueStatistics(
+                byState: byState,
+                byOutcome: byOutcome,
+                oldestDueAge: .milliseconds(max(0, ageMilliseconds)),
+                pausedApps: paused,
+                unsealedIntake: intake
+            )
+        }
+    }
+
+    /// One request by id (without its credential), or nil.
+    public func request(id: UUID) async throws -> RevocationRequest? {
+        try await StoreDatabase.run(self.logger) {
+            try await self.client.withConnection { connection in
+                try await self.request(id: id, on: connection)
+            }
+        }
+    }
+
+    func request(id: UUID, on connection: PostgresConnection) async throws -> RevocationRequest? {
+        let rows = try await connection.query(
+            "SELECT \(unescaped: Self.requestColumns) FROM revoker.revocation_requests r WHERE r.id = \(id)",
+            logger: self.logger
+        ).collect()
+        return try rows.first.map(Self.decodeRequest)
+    }
+
+    /// Requests matching `filter`, newest first.
+    public func list(_ filter: RevocationFilter) async throws -> [RevocationRequest] {
+        guard (1...1000).contains(filter.limit) else {
+            throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
+        }
+        var sql = "SELECT \(Self.requestColumns) FROM revoker.revocation_requests r WHERE true"
+        var binds = PostgresBindings()
+        if let value = filter.clientID {
+            binds.append(value)
+            sql += " AND r.client_id = $\(binds.count)"
+        }
+        if let value = filter.externalReference {
+            binds.append(value)
+            sql += " AND r.external_reference = $\(binds.count)"
+        }
+        if let value = filter.appleUserID {
+            binds.append(value)
+            sql += " AND r.apple_user_id = $\(binds.count)"
+        }
+        if let value = filter.state {
+            binds.append(value.rawValue)
+            sql += " AND r.state = $\(binds.count)"
+        }
+        if let value = filter.createdBefore {
+            binds.append(value)
+            sql += " AND r.created_at < $\(binds.count)"
+        }
+        binds.append(filter.limit)
+        sql += " ORDER BY r.created_at DESC, r.id DESC LIMIT $\(binds.count)"
+        let rows = try await StoreDatabase.run(self.logger) {
+            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: self.logger).collect()
+        }
+        return try rows.map(Self.decodeRequest)
+    }
+
+    /// Deletes final requests that finished before `finishedBefore` (retention). Audit rows
+    /// are never deleted. Returns the number of requests deleted.
+    @discardableResult
+    public func prune(finishedBefore: Date) async throws -> Int {
+        let rows = try await StoreDatabase.run(self.logger) {
+            try await self.client.query(
+                """
+                WITH deleted AS (
+                    DELETE FROM revoker.revocation_requests
+                    WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < \(finishedBefore)
+                    RETURNING 1
+                ) SELECT count(*)::int FROM deleted
+                """,
+                logger: self.logger
+            ).collect()
+        }
+        return try rows.first?.decode(Int.self) ?? 0
+    }
+}

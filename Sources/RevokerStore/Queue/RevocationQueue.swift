@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The durable revocation queue in PostgreSQL.
+///
+/// Every state change and its audit events are written in one transaction. Credentials are
+/// sealed with ``CredentialSealer`` before they reach the database (or, for the SQL enqueue
+/// path, at the latest in the transaction that claims them) and erased when a request is final.
+public struct RevocationQueue: Sendable {
+    /// The channel the insert trigger notifies.
+    public static let wakeUpChannel = "revoker_requests"
+
+    let client: PostgresClient
+    let sealer: CredentialSealer
+    let logger: Logger
+    /// Concurrent finishes and credential replacements share statements (copies of the queue share these).
+    let finishes = GroupCommit<FinishRow>()
+    let replacements = GroupCommit<ReplaceRow>()
+
+    /// Creates a queue on a running `PostgresClient`.
+    public init(client: PostgresClient, sealer: CredentialSealer, logger: Logger) {
+        self.client = client
+        self.sealer = sealer
+        self.logger = logger
+    }
+
+    static let requestColumns = """
+        r.id, r.client_id, r.external_reference, r.apple_user_id, r.credential_kind, r.enqueued_kind,
+        (r.sealed_credential IS NOT NULL OR EXISTS (SELECT 1 FROM revoker.credential_intake ci WHERE ci.request_id = r.id)) AS has_credential,
+        r.redirect_uri, r.state, r.outcome, r.attempts, r.max_attempts, r.run_after, r.lease_owner, r.lease_expires_at,
+        r.fencing_token, r.last_error_code, r.last_error_description, r.requeued_from, r.created_at, r.updated_at, r.finished_at
+        """
+
+    static func decodeRequest(_ row: PostgresRow) throws -> RevocationRequest {
+        let cells = row.makeRandomAccess()
+        func kind(_ name: String) throws -> CredentialKind {
+            guard let kind = CredentialKind(rawValue: try cells[name].decode(String.self)) else {
+                throw RevokerStoreError(.unexpectedData, "unknown credential kind in the database")
+            }
+            return kind
+        }
+        guard let state = RevocationState(rawValue: try cells["state"].decode(String.self)) else {
+            throw RevokerStoreError(.unexpectedData, "unknown request state in the database")
+        }
+        let outcome = try cells["outcome"].decode(String?.self).map { raw throws(RevokerStoreError) -> RevocationOutcome in
+            guard let outcome = RevocationOutcome(rawValue: raw) else {
+                throw RevokerStoreError(.unexpectedData, "unknown outcome in the database")
+            }
+            return outcome
+        }
+        return RevocationRequest(
+            id: try cells["id"].decode(UUID.self),
+            clientID: try cells["client_id"].decode(String.self),
+            externalReference: try cells["external_reference"].decode(String.self),
+            appleUserID: try cells["apple_user_id"].decode(String?.self),
+            credentialKind: try kind("credential_kind"),
+            enqueuedKind: try kind("enqueued_kind"),
+            hasCredential: try cells["has_credential"].decode(Bool.self),
+            redirectURI: try cells["redirect_uri"].decode(String?.self),
+            state: state,
+            outcome: outcome,
+            attempts: try cells["attempts"].decode(Int.self),
+            maxAttempts: try cells["max_attempts"].decode(Int.self),
+            runAfter: try cells["run_after"].decode(Date.self),
+            leaseOwner: try cells["lease_owner"].decode(String?.self),
+            leaseExpiresAt: try cells["lease_expires_at"].decode(Date?.self),
+            fencingToken: try cells["fencing_token"].decode(Int64.self),
+            lastErrorCode: try cells["last_error_code"].decode(String?.self),
+            lastErrorDescription: try cells["last_error_description"].decode(String?.self),
+            requeuedFrom: try cells["requeued_from"].decode(UUID?.self),
+            createdAt: try cells["created_at"].decode(Date.self),
+            updatedAt: try cells["updated_at"].decode(Date.self),
+            finishedAt: try cells["finished_at"].decode(Date?.self)
+        )
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    static func validateActor(_ actor: String) throws(RevokerStoreError) {
+        guard (1...200).contains(actor.count) else {
+            throw RevokerStoreError(.invalidArgument, "actor must be 1-200 characters")
+        }
+    }
+}

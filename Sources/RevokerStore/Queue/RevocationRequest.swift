@@ -1,0 +1,49 @@
+import Foundation
+
+/// A stored revocation request (without its credential).
+public struct RevocationRequest: Sendable, Hashable, Identifiable {
+    /// Request id.
+    public var id: UUID
+    /// The app's `client_id`.
+    public var clientID: String
+    /// The enqueuer's reference.
+    public var externalReference: String
+    /// Apple's user id (`sub`), when given.
+    public var appleUserID: String?
+    /// The kind of the stored credential (becomes `refresh_token` after a code exchange).
+    public var credentialKind: CredentialKind
+    /// The kind that was enqueued.
+    public var enqueuedKind: CredentialKind
+    /// Whether a credential is still stored (sealed or in intake).
+    public var hasCredential: Bool
+    /// Redirect URI the code was issued for, if any.
+    public var redirectURI: String?
+    /// Current state.
+    public var state: RevocationState
+    /// Outcome, once final.
+    public var outcome: RevocationOutcome?
+    /// Attempts started so far (claims, minus those given back).
+    public var attempts: Int
+    /// Attempts allowed before `exhausted`.
+    public var maxAttempts: Int
+    /// Not claimed before this time.
+    public var runAfter: Date
+    /// Worker holding the lease, while running.
+    public var leaseOwner: String?
+    /// Lease expiry, while running.
+    public var leaseExpiresAt: Date?
+    /// Incremented on every claim; fenced operations compare it.
+    public var fencingToken: Int64
+    /// Last error code recorded (Apple `error` or an internal code).
+    public var lastErrorCode: String?
+    /// Last error description recorded (no secrets).
+    public var lastErrorDescription: String?
+    /// The failed request this one was requeued from, if any.
+    public var requeuedFrom: UUID?
+    /// Creation time (database clock).
+    public var createdAt: Date
+    /// Last change (database clock).
+    public var updatedAt: Date
+    /// When it became final.
+    public var finishedAt: Date?
+}
