@@ -15,8 +15,8 @@ public struct RevocationQueue: Sendable {
     let sealer: CredentialSealer
     let logger: Logger
     /// Concurrent finishes and credential replacements share statements (copies of the queue share these).
-    let finishes = GroupCommit<FinishRow>()
-    let replacements = GroupCommit<ReplaceRow>()
+    let finishes = GroupCommit<FencedRow<Fenced.Finish>>()
+    let replacements = GroupCommit<FencedRow<Fenced.Replace>>()
 
     /// Creates a queue on a running `PostgresClient`.
     public init(client: PostgresClient, sealer: CredentialSealer, logger: Logger) {
