@@ -140,7 +140,7 @@ extension Benchmark {
                         secret: minted.value,
                         grantID: minted.grantID
                     )
-                    _ = try await queue.enqueue(grant.newRevocation, actor: "bench")
+                    _ = try await queue.enqueue(grant.newRevocation(), actor: "bench")
                     let committed = Date()
                     let deadline = ContinuousClock.now + .seconds(10)
                     var report = try await stage.sandbox.admin.grant(grant.grantID)

@@ -52,8 +52,8 @@ struct Grant: Sendable {
         }
     }
 
-    var newRevocation: NewRevocation {
-        NewRevocation(clientID: clientID, externalReference: reference, credential: Credential(kind: kind, secret: secret))
+    func newRevocation() throws -> NewRevocation {
+        try NewRevocation(clientID: clientID, externalReference: reference, credential: Credential(kind: kind, secret: secret))
     }
 }
 
@@ -74,7 +74,7 @@ enum EnqueuePath: String, CaseIterable, Sendable {
         case .swift:
             let queue = RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
             _ = try await concurrently(grants.count, width: width) { index in
-                _ = try await queue.enqueue(grants[index].newRevocation, actor: "bench")
+                _ = try await queue.enqueue(grants[index].newRevocation(), actor: "bench")
             }
         case .sql:
             _ = try await concurrently(grants.count, width: width) { index in

@@ -46,14 +46,15 @@ enum JSONInput {
         return mediaType == "application/json"
     }
 
-    /// A string field: present (when `required`), a JSON string, `length` characters, no control characters.
-    static func string(_ object: [String: Any], _ field: String, required: Bool = false, length: ClosedRange<Int>) throws -> String? {
+    /// A string field: present (when `required`) and a JSON string. Its rules are those of the
+    /// value it becomes (``NewRevocation`` for an enqueue).
+    static func string(_ object: [String: Any], _ field: String, required: Bool = false) throws -> String? {
         guard let value = try present(object, field) else {
             if required { throw APIProblem.invalid("This field is required.", field: field) }
             return nil
         }
         guard let text = value as? String else { throw APIProblem.invalid("This field must be a string.", field: field) }
-        return try Self.text(text, field: field, length: length)
+        return text
     }
 
     /// The field's value, or nil when it is left out; `null` is refused, as the document has no
@@ -75,17 +76,14 @@ enum JSONInput {
         return text
     }
 
-    /// An integer field within `range`; booleans and fractions are refused.
-    static func integer(_ object: [String: Any], _ field: String, range: ClosedRange<Int>) throws -> Int? {
+    /// An integer field; booleans and fractions are refused.
+    static func integer(_ object: [String: Any], _ field: String) throws -> Int? {
         guard let value = try present(object, field) else { return nil }
         // JSON booleans arrive as NSNumber too (objCType "c"); `is Bool` would also match 0 and 1.
         guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
             let integer = Int(exactly: number.doubleValue), Double(integer) == number.doubleValue
         else {
             throw APIProblem.invalid("This field must be an integer.", field: field)
-        }
-        guard range.contains(integer) else {
-            throw APIProblem.invalid("This field must be between \(range.lowerBound) and \(range.upperBound).", field: field)
         }
         return integer
     }

@@ -100,24 +100,12 @@ public struct RevokerAPI: Sendable {
     func enqueue(_ request: Request, context: APIRequestContext) async throws -> Response {
         let actor = try keys.authorize(request, .revocationsWrite)
         let body = try await JSONInput.object(request, limit: settings.maxBodyBytes, allowed: Self.enqueueFields)
-        guard let clientID = try JSONInput.string(body, "client_id", required: true, length: 1...255),
-            let reference = try JSONInput.string(body, "external_reference", required: true, length: 1...255)
+        guard let clientID = try JSONInput.string(body, "client_id", required: true),
+            let reference = try JSONInput.string(body, "external_reference", required: true)
         else { throw APIProblem.invalid("This field is required.", field: "client_id") }
-        let appleUserID = try JSONInput.string(body, "apple_user_id", length: 1...255)
-        let redirectURI = try JSONInput.string(body, "redirect_uri", length: 1...2048)
-        if let redirectURI {
-            guard let url = URL(string: redirectURI), ["https", "http"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
-                throw APIProblem.invalid("This field must be an absolute http(s) URL.", field: "redirect_uri")
-            }
-        }
-        let maxAttempts = try JSONInput.integer(body, "max_attempts", range: 1...100) ?? defaultMaxAttempts
         var credentials: [Credential] = []
         for (field, kind) in Self.credentialFields {
-            guard let secret = try JSONInput.string(body, field, length: 1...8192) else { continue }
-            // Apple's codes and tokens are printable ASCII; anything else is a mistake upstream.
-            guard secret.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw APIProblem.invalid("A code or token is printable ASCII without spaces.", field: field)
-            }
+            guard let secret = try JSONInput.string(body, field) else { continue }
             credentials.append(Credential(kind: kind, secret: secret))
         }
         guard credentials.count == 1, let credential = credentials.first else {
@@ -126,20 +114,28 @@ public struct RevokerAPI: Sendable {
                 field: credentials.isEmpty ? "authorization_code" : credentials[1].kind.rawValue
             )
         }
-        guard clientIDs.contains(clientID) else {
-            throw APIProblem.invalid("No app with this client_id is configured.", field: "client_id")
-        }
-        let result = try await queue.enqueue(
-            NewRevocation(
+        let appleUserID = try JSONInput.string(body, "apple_user_id")
+        let redirectURI = try JSONInput.string(body, "redirect_uri")
+        let maxAttempts = try JSONInput.integer(body, "max_attempts") ?? defaultMaxAttempts
+        let new: NewRevocation
+        do {
+            new = try NewRevocation(
                 clientID: clientID,
                 externalReference: reference,
                 appleUserID: appleUserID,
                 credential: credential,
                 redirectURI: redirectURI,
                 maxAttempts: maxAttempts
-            ),
-            actor: "api:\(actor)"
-        )
+            )
+        } catch {
+            // The credential's field is named after its kind in this API.
+            let field = error.field == .credential ? credential.kind.rawValue : error.field.rawValue
+            throw APIProblem.invalid("This field \(error.rule).", field: field)
+        }
+        guard clientIDs.contains(clientID) else {
+            throw APIProblem.invalid("No app with this client_id is configured.", field: "client_id")
+        }
+        let result = try await queue.enqueue(new, actor: "api:\(actor)")
         switch result {
         case .created(let created):
             metrics.enqueued()

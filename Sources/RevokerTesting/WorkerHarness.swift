@@ -87,7 +87,7 @@ public struct WorkerHarness: Sendable {
             }
         secrets.add(minted.value)
         let result = try await queue.enqueue(
-            NewRevocation(
+            try NewRevocation(
                 clientID: clientID,
                 externalReference: reference,
                 appleUserID: appleUserID,

@@ -40,7 +40,12 @@ enum Fixtures {
         secret: String = "r.secret-token",
         kind: CredentialKind = .refreshToken,
         client: String = "com.example.app"
-    ) -> NewRevocation {
-        NewRevocation(clientID: client, externalReference: reference, appleUserID: "000123.abc", credential: Credential(kind: kind, secret: secret))
+    ) throws -> NewRevocation {
+        try NewRevocation(
+            clientID: client,
+            externalReference: reference,
+            appleUserID: "000123.abc",
+            credential: Credential(kind: kind, secret: secret)
+        )
     }
 }

@@ -29,6 +29,11 @@ public struct Migration: Sendable, Hashable {
     /// line here (SwiftPM names the embedded bytes after the file, with a leading digit
     /// replaced by `_`); the test `everyMigrationFileIsEmbedded` fails until it is added.
     public static let all: [Migration] = [
-        Migration(version: 1, name: "0001_revocation_queue", sql: String(decoding: PackageResources._001_revocation_queue_sql, as: UTF8.self))
+        Migration(version: 1, name: "0001_revocation_queue", sql: String(decoding: PackageResources._001_revocation_queue_sql, as: UTF8.self)),
+        Migration(
+            version: 2,
+            name: "0002_new_revocation_limits",
+            sql: String(decoding: PackageResources._002_new_revocation_limits_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -1,29 +1,64 @@
 import Foundation
 
 /// A request to revoke an Apple grant, as handed to ``RevocationQueue/enqueue(_:actor:)``.
+///
+/// Its rules live here and nowhere else: the HTTP API, the command line and the Swift API all
+/// build one, so a value that exists is valid. `revoker.enqueue_revocation` (migration 0002)
+/// enforces the same limits for the SQL path.
 public struct NewRevocation: Sendable, CustomStringConvertible {
     /// The app's Services ID / bundle id used as `client_id` with Apple.
-    public var clientID: String
+    public let clientID: String
     /// The caller's reference (e.g. its user id); idempotency key together with `clientID`.
-    public var externalReference: String
+    public let externalReference: String
     /// Apple's user id (`sub`), when known; a mismatching id_token then stops the request.
-    public var appleUserID: String?
+    public let appleUserID: String?
     /// The credential to revoke.
-    public var credential: Credential
+    public let credential: Credential
     /// The redirect URI an authorization code was issued for, if any.
-    public var redirectURI: String?
+    public let redirectURI: String?
     /// Attempts before the request fails as `exhausted`.
-    public var maxAttempts: Int
+    public let maxAttempts: Int
 
-    /// Creates a new revocation.
+    /// Characters of `client_id`, `external_reference` and `apple_user_id`.
+    public static let identifierLength = 1...255
+    /// Characters of `redirect_uri`.
+    public static let redirectURILength = 1...2048
+    /// Bytes of a code or token.
+    public static let credentialLength = 1...8192
+    /// The allowed `max_attempts`.
+    public static let maxAttemptsRange = 1...100
+    /// `max_attempts` when none is given.
+    public static let defaultMaxAttempts = 8
+
+    /// Checks every rule and creates the value.
+    ///
+    /// - Throws: ``Invalid`` naming the first field that breaks a rule (never its value).
     public init(
         clientID: String,
         externalReference: String,
         appleUserID: String? = nil,
         credential: Credential,
         redirectURI: String? = nil,
-        maxAttempts: Int = 8
-    ) {
+        maxAttempts: Int = NewRevocation.defaultMaxAttempts
+    ) throws(Invalid) {
+        try Self.checkIdentifier(clientID, .clientID)
+        try Self.checkIdentifier(externalReference, .externalReference)
+        if let appleUserID { try Self.checkIdentifier(appleUserID, .appleUserID) }
+        guard Self.credentialLength.contains(credential.secret.utf8.count),
+            credential.secret.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else {
+            throw Invalid(.credential, "must be \(Self.credentialLength.upperBound) bytes at most of printable ASCII without spaces")
+        }
+        if let redirectURI {
+            guard Self.redirectURILength.contains(redirectURI.count), !Self.hasControlCharacters(redirectURI),
+                let url = URL(string: redirectURI), ["https", "http"].contains(url.scheme?.lowercased() ?? ""), url.host != nil
+            else {
+                throw Invalid(.redirectURI, "must be an absolute http(s) URL of at most \(Self.redirectURILength.upperBound) characters")
+            }
+        }
+        guard Self.maxAttemptsRange.contains(maxAttempts) else {
+            throw Invalid(.maxAttempts, "must be between \(Self.maxAttemptsRange.lowerBound) and \(Self.maxAttemptsRange.upperBound)")
+        }
         self.clientID = clientID
         self.externalReference = externalReference
         self.appleUserID = appleUserID
@@ -34,5 +69,42 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
 
     public var description: String {
         "NewRevocation(clientID: \(self.clientID), externalReference: \(self.externalReference), kind: \(self.credential.kind))"
+    }
+
+    private static func checkIdentifier(_ text: String, _ field: Field) throws(Invalid) {
+        guard identifierLength.contains(text.count), !hasControlCharacters(text) else {
+            throw Invalid(field, "must be \(identifierLength.lowerBound) to \(identifierLength.upperBound) characters without control characters")
+        }
+    }
+
+    private static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+}
+
+extension NewRevocation {
+    /// A field of a new revocation, by the name the HTTP API and SQL function use.
+    public enum Field: String, Sendable, CaseIterable {
+        case clientID = "client_id"
+        case externalReference = "external_reference"
+        case appleUserID = "apple_user_id"
+        case credential
+        case redirectURI = "redirect_uri"
+        case maxAttempts = "max_attempts"
+    }
+
+    /// A rule a new revocation broke: the field and the rule, never the value (it may be a token).
+    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The field that breaks the rule.
+        public let field: Field
+        /// The rule, as a predicate: "must be …".
+        public let rule: String
+
+        init(_ field: Field, _ rule: String) {
+            self.field = field
+            self.rule = rule
+        }
+
+        public var description: String { "\(field.rawValue) \(rule)" }
     }
 }

@@ -5,14 +5,9 @@ import PostgresNIO
 extension RevocationQueue {
     /// Enqueues a revocation. A replay for a live request with the same credential returns
     /// `.existing`; a different credential or kind throws ``RevokerStoreError/Code/conflict``.
+    /// `new` was checked when it was made (``NewRevocation``).
     public func enqueue(_ new: NewRevocation, actor: String) async throws -> EnqueueResult {
         try Self.validateActor(actor)
-        guard !new.credential.secret.isEmpty, new.credential.secret.utf8.count <= 8192 else {
-            throw RevokerStoreError(.invalidArgument, "the credential must be 1-8192 bytes")
-        }
-        guard (1...1000).contains(new.maxAttempts) else {
-            throw RevokerStoreError(.invalidArgument, "maxAttempts must be between 1 and 1000")
-        }
         let digest = new.credential.digest
         var logger = self.logger
         logger[metadataKey: "apple.client_id"] = "\(new.clientID)"

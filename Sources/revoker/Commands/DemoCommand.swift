@@ -144,7 +144,7 @@ struct DemoCommand: AsyncParsableCommand {
                             }
                         } else {
                             _ = try await queue.enqueue(
-                                NewRevocation(
+                                try NewRevocation(
                                     clientID: clientID,
                                     externalReference: scenario.reference,
                                     appleUserID: scenario.appleUserID,

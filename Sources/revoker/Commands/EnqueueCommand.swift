@@ -113,24 +113,11 @@ struct EnqueueCommand: AsyncParsableCommand {
         guard Self.kinds[kind] != nil else {
             throw fail("--kind must be authorization-code, refresh-token or access-token (the value given is not shown). Nothing was stored.")
         }
-        guard (1...255).contains(reference.count), !reference.contains(where: Self.isControl) else {
-            throw fail("--reference must be 1-255 characters without control characters. Nothing was stored.")
+        if redirectURI != nil, Self.kinds[kind] != .authorizationCode {
+            throw fail("--redirect-uri applies only to --kind authorization-code. Nothing was stored.")
         }
-        if let appleUserID, !(1...255).contains(appleUserID.count) || appleUserID.contains(where: Self.isControl) {
-            throw fail("--apple-user-id must be 1-255 characters without control characters. Nothing was stored.")
-        }
-        if let redirectURI {
-            guard Self.kinds[kind] == .authorizationCode else {
-                throw fail("--redirect-uri applies only to --kind authorization-code. Nothing was stored.")
-            }
-            guard redirectURI.count <= 2048, let url = URL(string: redirectURI), ["https", "http"].contains(url.scheme?.lowercased() ?? ""),
-                url.host != nil
-            else {
-                throw fail("--redirect-uri must be an http(s) URL of at most 2048 characters. Nothing was stored.")
-            }
-        }
-        if let maxAttempts, !(Int(maxAttempts).map { (1...100).contains($0) } ?? false) {
-            throw fail("--max-attempts must be between 1 and 100. Nothing was stored.")
+        if let maxAttempts, Int(maxAttempts) == nil {
+            throw fail("--max-attempts must be a whole number. Nothing was stored.")
         }
         guard (credentialFile != nil) != credentialStdin else {
             throw fail("Give the credential with exactly one of --credential-file PATH or --credential-stdin. Nothing was stored.")
@@ -146,14 +133,19 @@ struct EnqueueCommand: AsyncParsableCommand {
         guard let kind = Self.kinds[kind] else { throw Exit.couldNotRun }
         let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
         let logger = CommandLogging.logger(label: "revoker.enqueue", level: options.logLevel)
-        let new = NewRevocation(
-            clientID: app.apple.clientID,
-            externalReference: reference,
-            appleUserID: appleUserID,
-            credential: Credential(kind: kind, secret: secret),
-            redirectURI: redirectURI,
-            maxAttempts: maxAttempts.flatMap { Int($0) } ?? configuration.worker.maxAttempts
-        )
+        let new: NewRevocation
+        do {
+            new = try NewRevocation(
+                clientID: app.apple.clientID,
+                externalReference: reference,
+                appleUserID: appleUserID,
+                credential: Credential(kind: kind, secret: secret),
+                redirectURI: redirectURI,
+                maxAttempts: maxAttempts.flatMap { Int($0) } ?? configuration.worker.maxAttempts
+            )
+        } catch {
+            throw fail("\(Self.place(of: error.field)) \(error.rule). Nothing was stored.")
+        }
         let actor = Self.actor()
         let result = try await withDatabase(configuration, logger: logger) { client in
             do {
@@ -240,9 +232,24 @@ struct EnqueueCommand: AsyncParsableCommand {
     /// The largest credential accepted (the store's own limit).
     static let maximumCredentialBytes = 8192
 
-    static let kinds: [String: CredentialKind] = [
-        "authorization-code": .authorizationCode, "refresh-token": .refreshToken, "access-token": .accessToken,
-    ]
+    /// `--kind` values; the API's spellings (`refresh_token`) are accepted too.
+    static let kinds: [String: CredentialKind] = Dictionary(
+        uniqueKeysWithValues: CredentialKind.all.flatMap { kind in
+            [(kind.rawValue.replacingOccurrences(of: "_", with: "-"), kind), (kind.rawValue, kind)]
+        }
+    )
+
+    /// Where a field of a new revocation comes from on this command line.
+    static func place(of field: NewRevocation.Field) -> String {
+        switch field {
+        case .clientID: "--client-id"
+        case .externalReference: "--reference"
+        case .appleUserID: "--apple-user-id"
+        case .credential: "The credential"
+        case .redirectURI: "--redirect-uri"
+        case .maxAttempts: "--max-attempts"
+        }
+    }
 
     static func isControl(_ character: Character) -> Bool {
         character.unicodeScalars.contains { $0.properties.generalCategory == .control }
