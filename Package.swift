@@ -147,6 +147,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RevokerDemo",
+            dependencies: [
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                "RevokerApp",
+                "RevokerConfiguration",
+                "RevokerLocalStack",
+                "RevokerStore",
+                "RevokerWorker",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RevokerTesting",
             dependencies: [
                 "AppleSignIn",
@@ -193,6 +208,7 @@ let package = Package(
                 "RevokerApp",
                 "RevokerBench",
                 "RevokerConfiguration",
+                "RevokerDemo",
                 "RevokerHTTP",
                 "RevokerLocalStack",
                 "RevokerStore",

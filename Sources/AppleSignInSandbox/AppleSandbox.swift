@@ -271,7 +271,7 @@ public struct AppleSandbox: Sendable {
     /// call; the sandbox signs when a grant is minted and reuses it while it has a minute left,
     /// so RSA stays off the hot path of a benchmark.
     @discardableResult
-    private func signIdentityToken(grantID: String, clientID: String, subject: String, now: Date) async throws -> String {
+    func signIdentityToken(grantID: String, clientID: String, subject: String, now: Date) async throws -> String {
         let expires = now.addingTimeInterval(TimeInterval(configuration.identityTokenLifetime.components.seconds))
         let token = try await identityTokens.sign(
             AppleIdentityClaims(subject: subject, audience: clientID, issuedAt: now, expires: expires, emailVerified: "true", isPrivateEmail: "true")
@@ -293,61 +293,6 @@ public struct AppleSandbox: Sendable {
         return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: data)))
     }
 
-    // MARK: Admin
-
-    private func registerApp(_ request: Request, context: SandboxRequestContext) async throws -> Response {
-        let body = try await request.decode(as: SandboxAdmin.RegisterApp.self, context: context)
-        try await register(body)
-        return Self.json(["client_id": body.clientID], status: .created)
-    }
-
-    private func mint(_ request: Request, context: SandboxRequestContext, kind: SandboxState.TokenKind?) async throws -> Response {
-        let body = try await request.decode(as: SandboxAdmin.Mint.self, context: context)
-        let minted: (String, String)
-        if let kind {
-            minted = await state.mintToken(kind, clientID: body.clientID, subject: body.subject)
-        } else {
-            let lifetime = body.lifetimeSeconds ?? TimeInterval(configuration.codeLifetime.components.seconds)
-            minted = await state.mintCode(
-                clientID: body.clientID,
-                subject: body.subject,
-                redirectURI: body.redirectURI,
-                lifetime: lifetime,
-                now: Date()
-            )
-        }
-        try await signIdentityToken(grantID: minted.1, clientID: body.clientID, subject: body.subject, now: Date())
-        return Self.json(SandboxAdmin.Minted(value: minted.0, grantID: minted.1), status: .created)
-    }
-
-    private func mintIdentityToken(_ request: Request, context: SandboxRequestContext) async throws -> Response {
-        let body = try await request.decode(as: SandboxAdmin.IdentityTokenRequest.self, context: context)
-        let now = Date()
-        let claims = AppleIdentityClaims(
-            issuer: body.issuer ?? AppleIdentityClaims.appleIssuer,
-            subject: body.subject,
-            audience: body.audience,
-            issuedAt: now,
-            expires: now.addingTimeInterval(body.expiresIn ?? TimeInterval(configuration.identityTokenLifetime.components.seconds))
-        )
-        return Self.json(SandboxAdmin.Value(value: try await identityTokens.sign(claims)), status: .created)
-    }
-}
-
-/// The sandbox's request context: Hummingbird's basics plus the channel, so a fault can drop the connection.
-public struct SandboxRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
-    let channel: any Channel
-
-    public init(source: ApplicationRequestContextSource) {
-        self.coreContext = .init(source: source)
-        self.channel = source.channel
-    }
-}
-
-/// An answer decided before the real work (a fault, a refusal), thrown to end the handler early.
-struct SandboxAnswer: Error {
-    var response: Response
 }
 
 extension AppleSandbox {

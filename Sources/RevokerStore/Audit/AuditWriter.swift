@@ -67,16 +67,7 @@ enum AuditWriter {
         on connection: PostgresConnection,
         logger: Logger
     ) async throws {
-        guard !events.isEmpty else { return }
-        let query: PostgresQuery = """
-            WITH source AS (
-                SELECT r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts,
-                       \(actor)::text AS actor, \(try json(events))::jsonb AS events
-                FROM revoker.revocation_requests r WHERE r.id = \(requestID)
-            )
-            \(unescaped: insert(from: "source"))
-            """
-        try await connection.run(query, logger: logger)
+        try await write(events, requestID: requestID, clientID: nil, actor: actor, on: connection, logger: logger)
     }
 
     /// Writes `events` about an app as a whole (no request).
@@ -87,12 +78,24 @@ enum AuditWriter {
         on connection: PostgresConnection,
         logger: Logger
     ) async throws {
+        try await write(events, requestID: nil, clientID: clientID, actor: actor, on: connection, logger: logger)
+    }
+
+    /// With a request, its columns come from its row; without one, only `clientID` is known.
+    private static func write(
+        _ events: [AuditEvent],
+        requestID: UUID?,
+        clientID: String?,
+        actor: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws {
         guard !events.isEmpty else { return }
         let query: PostgresQuery = """
             WITH source AS (
-                SELECT NULL::uuid AS id, \(clientID)::text AS client_id, NULL::text AS external_reference,
-                       NULL::text AS apple_user_id, NULL::int AS attempts, \(actor)::text AS actor,
-                       \(try json(events))::jsonb AS events
+                SELECT r.id, coalesce(r.client_id, \(clientID)::text) AS client_id, r.external_reference, r.apple_user_id,
+                       r.attempts, \(actor)::text AS actor, \(try json(events))::jsonb AS events
+                FROM (SELECT 1) AS one LEFT JOIN revoker.revocation_requests r ON r.id = \(requestID)::uuid
             )
             \(unescaped: insert(from: "source"))
             """

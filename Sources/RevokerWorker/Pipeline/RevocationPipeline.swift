@@ -277,41 +277,4 @@ public struct RevocationPipeline: Sendable {
         run.events = []
         return try await store { try await queue.release(lease) } ? .released : .leaseLost
     }
-
-    /// Runs a database call under the pipeline's time limit.
-    private func store<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withDeadline(databaseTimeout, body)
-    }
-
-    /// An Apple call's result and how long it took.
-    enum Answer<T> {
-        case success(T, Duration)
-        case failure(AppleAPIError, Duration)
-    }
-
-    /// Runs an Apple call, timing it; Apple's refusals come back as values, and anything
-    /// unexpected (an interrupted call) as a transient failure.
-    private func call<T>(_ endpoint: AppleEndpoint, _ body: () async throws -> T) async -> Answer<T> {
-        let started = ContinuousClock.now
-        let answer: Answer<T>
-        do {
-            let value = try await body()
-            answer = .success(value, ContinuousClock.now - started)
-        } catch let failure as AppleAPIError {
-            answer = .failure(failure, ContinuousClock.now - started)
-        } catch {
-            let failure = AppleAPIError(
-                endpoint: endpoint,
-                classification: .transient,
-                httpStatus: nil,
-                detail: "the call was interrupted (\(type(of: error)))"
-            )
-            answer = .failure(failure, ContinuousClock.now - started)
-        }
-        switch answer {
-        case .success(_, let latency): metrics.appleCall(endpoint, status: 200, duration: latency)
-        case .failure(let failure, let latency): metrics.appleCall(endpoint, status: failure.httpStatus, duration: latency)
-        }
-        return answer
-    }
 }

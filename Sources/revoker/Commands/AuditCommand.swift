@@ -101,7 +101,9 @@ struct AuditCommand: AsyncParsableCommand {
         let format = self.format
         let (printed, more) = try await withDatabase(configuration, logger: logger) { client in
             do {
-                return try await Self.export(AuditLog(client: client, logger: logger), query: query, limit: limit, format: format)
+                return try await AuditExport.write(from: AuditLog(client: client, logger: logger), query: query, limit: limit, format: format) {
+                    FileHandle.standardOutput.write(Data($0.utf8))
+                }
             } catch let error as RevokerStoreError {
                 let current = (try? await Migrator(client: client, logger: logger).isCurrent()) ?? true
                 if !current { throw fail("The database schema is not current: run `revoker migrate` first.") }
@@ -113,51 +115,6 @@ struct AuditCommand: AsyncParsableCommand {
                 Data("revoker: printed the first \(printed) matching events; more match (raise --limit or narrow the filters).\n".utf8)
             )
         }
-    }
-
-    /// Fetches pages, following keyset cursors, and writes them out: CSV and JSON page by page,
-    /// the table once at the end (it needs every row for its widths). Returns how many
-    /// records were printed and whether more match.
-    static func export(_ log: AuditLog, query: AuditQuery, limit: Int, format: AuditExportFormat) async throws -> (Int, Bool) {
-        var query = query
-        var printed = 0
-        var table: [AuditRecord] = []
-        let output = FileHandle.standardOutput
-        switch format {
-        case .csv: output.write(Data(AuditExport.csvHeader().utf8))
-        case .json: output.write(Data("[".utf8))
-        case .table: break
-        }
-        var more = false
-        while true {
-            query.limit = min(1000, limit - printed)
-            let page = try await log.query(query)
-            switch format {
-            case .csv:
-                output.write(Data(page.records.map(AuditExport.csvRow).joined().utf8))
-            case .json:
-                let objects = page.records.map(AuditExport.jsonObject)
-                if !objects.isEmpty {
-                    output.write(Data(((printed == 0 ? "\n" : ",\n") + objects.joined(separator: ",\n")).utf8))
-                }
-            case .table:
-                table += page.records
-            }
-            printed += page.records.count
-            guard let cursor = page.nextCursor else { break }
-            if printed >= limit {
-                more = true
-                break
-            }
-            query.cursor = cursor
-        }
-        switch format {
-        case .csv: break
-        case .json: output.write(Data((printed == 0 ? "]\n" : "\n]\n").utf8))
-        case .table:
-            output.write(Data((table.isEmpty ? "No audit events match.\n" : AuditExport.table(table)).utf8))
-        }
-        return (printed, more)
     }
 
     /// ISO 8601 date-times with an offset (fractional seconds optional), or a bare date as UTC midnight.

@@ -45,139 +45,17 @@ struct CheckCommand: AsyncParsableCommand {
             }
         }
         let logger = CommandLogging.logger(label: "revoker.check", level: options.logLevel)
-        var problems: [String] = []
-        var apps: [[String: Any]] = []
-        var signers: [(String, ClientSecretSigner)] = []
-
-        for clientID in configuration.apps.keys.sorted() {
-            guard let app = configuration.apps[clientID] else { continue }
-            var entry: [String: Any] = ["client_id": clientID, "team_id": app.apple.teamID, "key_id": app.apple.keyID]
-            entry["redirect_uri"] = app.defaultRedirectURI ?? NSNull()
-            do {
-                let signer = try await ClientSecretSigner(app: app.apple, lifetime: configuration.worker.clientSecretLifetime)
-                let secret = try await signer.sign()
-                let (header, claims) = try Self.decode(secret)
-                entry["client_secret"] = ["header": header, "claims": claims]
-                entry["key"] = "loaded"
-                signers.append((clientID, signer))
-            } catch let error as AppleSignInError {
-                entry["key"] = "unusable"
-                entry["problem"] = error.message
-                problems.append("app \(clientID): \(error.message)")
-            } catch {
-                entry["key"] = "unusable"
-                entry["problem"] = "the signed client secret could not be decoded"
-                problems.append("app \(clientID): the signed client secret could not be decoded")
-            }
-            apps.append(entry)
-        }
-
-        if online {
-            let results = try await RevokerApp.withAppleClient(configuration, logger: logger) { client in
-                var results: [String: (ok: Bool, detail: String)] = [:]
-                for (clientID, signer) in signers {
-                    results[clientID] = await Self.probe(AppleAppClient(client: client, signer: signer))
-                }
-                return results
-            }
-            for index in apps.indices {
-                guard let clientID = apps[index]["client_id"] as? String else { continue }
-                guard let result = results[clientID] else {
-                    apps[index]["online"] = ["result": "skipped", "detail": "no client secret could be signed"]
-                    continue
-                }
-                apps[index]["online"] = ["result": result.ok ? "accepted" : "failed", "detail": result.detail]
-                if !result.ok { problems.append("app \(clientID): \(result.detail)") }
-            }
-        }
-
-        var database: [String: Any] = ["configured": !configuration.databaseURL.isEmpty]
-        if !configuration.databaseURL.isEmpty {
-            let (reachable, current, detail) = await Self.checkDatabase(configuration, logger: logger)
-            database["reachable"] = reachable
-            database["migrations_current"] = current ?? NSNull()
-            if let detail {
-                database["problem"] = detail
-                problems.append("database: \(detail)")
-            }
-        }
-
-        let report: [String: Any] = [
-            "ok": problems.isEmpty,
-            "apple_base_url": configuration.appleBaseURL,
-            "apps": apps,
-            "sealing_keys": ["current_key_id": configuration.keyring.currentKeyID, "key_ids": configuration.keyring.keyIDs],
-            "database": database,
-        ]
-        let data = try JSONSerialization.data(withJSONObject: report, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        let report = try await ConfigurationCheck.run(configuration, online: online, logger: logger)
+        FileHandle.standardOutput.write(report.json + Data("\n".utf8))
 
         let standardError = FileHandle.standardError
-        for problem in problems {
+        for problem in report.problems {
             standardError.write(Data("revoker: check failed: \(problem)\n".utf8))
         }
-        guard problems.isEmpty else { throw Exit.someFailed }
+        guard report.problems.isEmpty else { throw Exit.someFailed }
         let onlineNote = online ? ", accepted by Apple" : " (add --online to try them at Apple)"
         let databaseNote = configuration.databaseURL.isEmpty ? "" : "; the database is reachable and its migrations are current"
-        standardError.write(Data("revoker: check passed: \(apps.count) app\(apps.count == 1 ? "" : "s") signed\(onlineNote)\(databaseNote).\n".utf8))
-    }
-
-    /// The JWS header and claims of a signed secret, decoded; the signature is dropped unread.
-    static func decode(_ jws: String) throws -> (Any, Any) {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = base64URLDecode(parts[0]), let claims = base64URLDecode(parts[1]) else {
-            throw DecodeFailure()
-        }
-        return (try JSONSerialization.jsonObject(with: header), try JSONSerialization.jsonObject(with: claims))
-    }
-
-    struct DecodeFailure: Error {}
-
-    static func base64URLDecode(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
-    }
-
-    /// Revokes a random token that matches no grant: 200 proves the client credentials.
-    static func probe(_ client: AppleAppClient) async -> (ok: Bool, detail: String) {
-        var generator = SystemRandomNumberGenerator()
-        let token = "revoker-check-" + (0..<32).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
-        do {
-            try await client.revoke(token: token, hint: .refreshToken)
-            return (true, "Apple accepted the client secret (HTTP 200)")
-        } catch let error as AppleAPIError where error.error == "invalid_client" {
-            return (false, "Apple answered invalid_client: the Team ID, Key ID, .p8 key or client_id do not match what Apple has for this app")
-        } catch let error as AppleAPIError where error.classification == .configurationFault {
-            return (false, "Apple answered \(error.error ?? "an error"): the app's Sign in with Apple settings are wrong (\(error.detail))")
-        } catch let error as AppleAPIError {
-            return (false, "no verdict from Apple: \(error.description)")
-        } catch {
-            return (false, "no verdict from Apple: the call failed")
-        }
-    }
-
-    /// Whether the database answers, and whether its migrations are current.
-    static func checkDatabase(_ configuration: RevokerConfiguration, logger: Logger) async -> (reachable: Bool, current: Bool?, problem: String?) {
-        var quiet = logger
-        quiet.logLevel = .critical
-        do {
-            let app = try await RevokerApp(configuration: configuration, logger: quiet)
-            return try await app.withRunning(waitForStartup: false) { running in
-                do {
-                    try await running.app.startup.reach()
-                } catch let error as RevokerAppError {
-                    return (false, nil, error.message)
-                }
-                do {
-                    let current = try await running.app.startup.schemaIsCurrent()
-                    return (true, current, current ? nil : "the schema is not current: run `revoker migrate`")
-                } catch let error as RevokerAppError {
-                    return (true, nil, error.message)
-                }
-            }
-        } catch {
-            return (false, nil, "\(error)")
-        }
+        let apps = report.appCount
+        standardError.write(Data("revoker: check passed: \(apps) app\(apps == 1 ? "" : "s") signed\(onlineNote)\(databaseNote).\n".utf8))
     }
 }

@@ -6,7 +6,7 @@ import Logging
 import PostgresNIO
 import RevokerApp
 import RevokerConfiguration
-import RevokerLocalStack
+import RevokerDemo
 import RevokerStore
 import RevokerWorker
 
@@ -23,190 +23,14 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .warning
 
-    struct Scenario: Sendable {
-        var reference: String
-        var app: Int
-        var kind: CredentialKind
-        var story: String
-        var expected: RevocationOutcome
-        var redirectURI: String? = nil
-        var appleUserID: String? = nil
-        var viaSQL = false
-        var grantID = ""
-        var secret = ""
-    }
-
     func run() async throws {
         guard let databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"], !databaseURL.isEmpty else {
             throw fail("The demo needs DATABASE_URL; `scripts/demo` starts a throw-away PostgreSQL and runs it.")
         }
         let logger = CommandLogging.logger(label: "revoker.demo", level: logLevel)
-        try await RunningSandbox.with { sandbox in
-            let files = try LocalConfiguration(clientIDs: ["com.example.notes", "com.example.photos.web"], worker: ["retry_base_seconds": 0.2])
-            defer { try? FileManager.default.removeItem(at: files.directory) }
-            try await files.register(with: sandbox)
-            let configuration = try RevokerConfiguration.load(
-                file: files.configFile,
-                environment: files.environment(databaseURL: databaseURL, appleBaseURL: sandbox.baseURL)
-            )
-            let notes = files.apps[0].clientID
-            let photos = files.apps[1].clientID
-            section("1. Apple sandbox on \(sandbox.baseURL); apps \(notes) and \(photos) registered with fresh keys")
-
-            try await withDatabase(configuration, logger: logger) { database in
-                let applied = try await Migrator(client: database, logger: logger).migrate()
-                section(
-                    "2. Migrated the revoker schema (\(applied.isEmpty ? "already current" : "applied \(applied.map(String.init).joined(separator: ", "))"))"
-                )
-            }
-
-            let planned = [
-                Scenario(reference: "user-1001", app: 0, kind: .authorizationCode, story: "code from the iOS app", expected: .revoked),
-                Scenario(
-                    reference: "user-1002",
-                    app: 0,
-                    kind: .authorizationCode,
-                    story: "code from the web, bound to a redirect_uri",
-                    expected: .revoked,
-                    redirectURI: "https://notes.example.com/auth/apple/callback"
-                ),
-                Scenario(
-                    reference: "user-1003",
-                    app: 0,
-                    kind: .refreshToken,
-                    story: "stored refresh token, Apple user id given",
-                    expected: .revoked,
-                    appleUserID: "000003.demo"
-                ),
-                Scenario(reference: "user-1004", app: 0, kind: .refreshToken, story: "stored refresh token", expected: .revoked),
-                Scenario(reference: "user-1005", app: 0, kind: .accessToken, story: "only an access token was kept", expected: .revoked),
-                Scenario(reference: "user-1006", app: 0, kind: .refreshToken, story: "user already revoked in Settings", expected: .alreadyInvalid),
-                Scenario(
-                    reference: "user-1007",
-                    app: 0,
-                    kind: .refreshToken,
-                    story: "backend mixed up users: token of another Apple id",
-                    expected: .subjectMismatch,
-                    appleUserID: "000999.someone-else"
-                ),
-                Scenario(
-                    reference: "user-1008",
-                    app: 0,
-                    kind: .authorizationCode,
-                    story: "code already exchanged at sign-in",
-                    expected: .codeRejected
-                ),
-                Scenario(reference: "acct-77", app: 1, kind: .refreshToken, story: "second app, stored refresh token", expected: .revoked),
-                Scenario(
-                    reference: "acct-78",
-                    app: 1,
-                    kind: .refreshToken,
-                    story: "enqueued by SQL inside the app's own transaction",
-                    expected: .revoked,
-                    viaSQL: true
-                ),
-            ]
-
-            let scenarios = try await withDatabase(configuration, logger: logger) { database in
-                try await RevokerApp.withAppleClient(configuration, logger: logger) { client in
-                    var scenarios = planned
-                    let apps = try await AppleApps(
-                        apps: configuration.apps.values,
-                        clientSecretLifetime: configuration.worker.clientSecretLifetime,
-                        client: client
-                    )
-                    let queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
-                    for index in scenarios.indices {
-                        let scenario = scenarios[index]
-                        let clientID = files.apps[scenario.app].clientID
-                        let subject = scenario.appleUserID.map { $0.contains("someone-else") ? "000007.demo" : $0 } ?? "0000\(index).demo"
-                        let minted: SandboxAdmin.Minted
-                        switch scenario.kind {
-                        case .authorizationCode:
-                            minted = try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: scenario.redirectURI)
-                        case .accessToken: minted = try await sandbox.admin.mintAccessToken(clientID: clientID, subject: subject)
-                        default: minted = try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
-                        }
-                        scenarios[index].grantID = minted.grantID
-                        scenarios[index].secret = minted.value
-                        switch scenario.expected {
-                        case .alreadyInvalid: try await apps[clientID]?.client.revoke(token: minted.value, hint: .refreshToken)
-                        case .codeRejected: _ = try await apps[clientID]?.client.exchange(code: minted.value, redirectURI: nil)
-                        default: break
-                        }
-                        if scenario.viaSQL {
-                            try await database.withTransaction(logger: logger) { connection in
-                                // The app deletes its user and enqueues the revocation in one transaction.
-                                _ = try await connection.query(
-                                    "SELECT revoker.enqueue_revocation(\(clientID), \(scenario.reference), \(scenario.kind.rawValue), \(minted.value))",
-                                    logger: logger
-                                ).collect()
-                            }
-                        } else {
-                            _ = try await queue.enqueue(
-                                try NewRevocation(
-                                    clientID: clientID,
-                                    externalReference: scenario.reference,
-                                    appleUserID: scenario.appleUserID,
-                                    credential: Credential(kind: scenario.kind, secret: minted.value),
-                                    redirectURI: scenario.redirectURI
-                                ),
-                                actor: "demo"
-                            )
-                        }
-                    }
-                    return scenarios
-                }
-            }
-            section("3. Enqueued \(scenarios.count) deletions")
-            for scenario in scenarios {
-                print("   \(pad(scenario.reference, 10)) \(pad(scenario.kind.rawValue, 19)) \(scenario.story)")
-            }
-
-            let report = try await runWorker(configuration, mode: .drain(deadline: .now + .seconds(120)), logger: logger)
-            section("4. Drained: \(report.succeeded) succeeded, \(report.failed) failed, \(report.retriesScheduled) retries")
-
-            try await withDatabase(configuration, logger: logger) { database in
-                let queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
-                let requests = try await queue.list(RevocationFilter(limit: 100))
-                print("   \(pad("reference", 10)) \(pad("outcome", 17)) \(pad("expected", 17)) Apple's record of the grant")
-                var surprises = 0
-                for scenario in scenarios {
-                    let request = requests.first { $0.externalReference == scenario.reference }
-                    let grant = try await sandbox.admin.grant(scenario.grantID)
-                    let outcome = request?.outcome?.rawValue ?? request?.state.rawValue ?? "missing"
-                    if outcome != scenario.expected.rawValue { surprises += 1 }
-                    let apple = "revoked=\(grant.revoked) code_exchanges=\(grant.codeExchanges) validations=\(grant.validations)"
-                    print("   \(pad(scenario.reference, 10)) \(pad(outcome, 17)) \(pad(scenario.expected.rawValue, 17)) \(apple)")
-                }
-
-                let audit = try await AuditLog(client: database, logger: logger).query(AuditQuery(limit: 1000))
-                let leaked = audit.records.filter { record in
-                    let text = [record.detail, record.appleErrorDescription, record.appleError, record.actor].compactMap { $0 }.joined(separator: " ")
-                    return scenarios.contains { text.contains($0.secret) }
-                }
-                if !leaked.isEmpty { surprises += 1 }
-                section(
-                    "5. The audit trail, by request (\(audit.records.count) events; \(leaked.isEmpty ? "checked: no code or token appears in it" : "A TOKEN APPEARS IN \(leaked.count) EVENTS"))"
-                )
-                let byRequest = Dictionary(grouping: audit.records, by: { $0.externalReference ?? "" })
-                for record in scenarios.flatMap({ byRequest[$0.reference] ?? [] }) {
-                    let apple = [record.appleEndpoint, record.httpStatus.map(String.init), record.appleError].compactMap { $0 }.joined(separator: " ")
-                    print(
-                        "   \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.externalReference ?? "-", 10)) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
-                    )
-                }
-                section(surprises == 0 ? "Every request ended as expected." : "\(surprises) request(s) did not end as expected.")
-                if surprises > 0 { throw Exit.someFailed }
-            }
+        let surprises = try await reportingStartupProblems {
+            try await Demo(databaseURL: databaseURL, logger: logger) { print($0) }.run()
         }
-    }
-
-    private func section(_ title: String) {
-        print("\n== \(title)")
-    }
-
-    private func pad(_ text: String, _ width: Int) -> String {
-        text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0)
+        if surprises > 0 { throw Exit.someFailed }
     }
 }

@@ -1,0 +1,94 @@
+import AppleSignIn
+import Foundation
+import Logging
+import RevokerStore
+import ServiceLifecycle
+import Synchronization
+
+/// The worker's shared state: in-flight leases, retries to wait for, shutdown, the report.
+final class WorkerState: Sendable {
+    private struct Shutdown {
+        var stopping = false
+        var releaseAfter: ContinuousClock.Instant?
+        var timedOut = false
+    }
+
+    private struct Work {
+        var leases: [UUID: Lease] = [:]
+        var report = WorkerReport()
+        /// Retries this worker scheduled and when they fall due (`drain` waits for them).
+        var retriesDue: [UUID: ContinuousClock.Instant] = [:]
+        /// Requests whose last disposition here left them unfinished.
+        var unfinished: Set<UUID> = []
+    }
+
+    private let shutdown = Mutex(Shutdown())
+    private let work = Mutex(Work())
+
+    /// Claiming has stopped.
+    var isStopping: Bool { shutdown.withLock { $0.stopping } }
+
+    /// In-flight requests should be handed back: shutdown began and its grace period is over.
+    var mustRelease: Bool {
+        shutdown.withLock { state in state.releaseAfter.map { ContinuousClock.now >= $0 } ?? false }
+    }
+
+    func beginShutdown(grace: Duration, timedOut: Bool = false) {
+        shutdown.withLock { state in
+            if !state.stopping { state.releaseAfter = .now + grace }
+            state.stopping = true
+            state.timedOut = state.timedOut || timedOut
+        }
+    }
+
+    var inFlight: Int { work.withLock { $0.leases.count } }
+    var leases: [Lease] { work.withLock { Array($0.leases.values) } }
+
+    var report: WorkerReport {
+        var report = work.withLock { state in
+            var report = state.report
+            report.unfinished = state.unfinished.count
+            return report
+        }
+        report.timedOut = shutdown.withLock { $0.timedOut }
+        return report
+    }
+
+    func started(_ lease: Lease) {
+        work.withLock { state in
+            state.leases[lease.requestID] = lease
+            state.retriesDue[lease.requestID] = nil
+        }
+    }
+
+    func ended(_ lease: Lease, _ disposition: Disposition, leaseDuration: Duration) {
+        work.withLock { state in
+            state.leases[lease.requestID] = nil
+            state.report.add(disposition)
+            if case .finished = disposition {
+                state.unfinished.remove(lease.requestID)
+            } else {
+                state.unfinished.insert(lease.requestID)
+            }
+            switch disposition {
+            case .retryScheduled(let delay):
+                state.retriesDue[lease.requestID] = .now + delay
+            case .interrupted:
+                // The database failed mid-way: the request comes back once its lease expires and is rescued.
+                state.retriesDue[lease.requestID] = .now + leaseDuration
+            default:
+                break
+            }
+        }
+    }
+
+    /// Nothing in flight, and no retry this worker scheduled falls due before `deadline`.
+    /// A retry that is overdue by `patience` was taken by another worker (or its app paused): it is forgotten.
+    func isDrained(deadline: ContinuousClock.Instant, patience: Duration) -> Bool {
+        work.withLock { state in
+            let now = ContinuousClock.now
+            state.retriesDue = state.retriesDue.filter { $0.value + patience > now }
+            return state.leases.isEmpty && !state.retriesDue.values.contains { $0 < deadline }
+        }
+    }
+}
