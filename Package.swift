@@ -318,6 +318,7 @@ let package = Package(
                 "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerTesting",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],

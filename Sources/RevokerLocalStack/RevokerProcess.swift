@@ -95,9 +95,17 @@ extension RevokerProcess {
         private let errorFile: URL
         private let writer: FileHandle
 
-        /// Starts `executable`. With `holdInput`, its standard input stays open until ``terminate()``:
-        /// a child that reads it to the end (`cat`, `read`) then ends without a signal.
-        public init(executable: String, arguments: [String], environment: [String: String], stdin: Data? = nil, holdInput: Bool = false) throws {
+        /// Starts `executable` in `workingDirectory` (default: this process's). With `holdInput`, its
+        /// standard input stays open until ``terminate()``: a child that reads it to the end
+        /// (`cat`, `read`) then ends without a signal.
+        public init(
+            executable: String,
+            arguments: [String],
+            environment: [String: String],
+            stdin: Data? = nil,
+            holdInput: Bool = false,
+            workingDirectory: URL? = nil
+        ) throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-process-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             outputFile = directory.appendingPathComponent("stdout")
@@ -106,6 +114,7 @@ extension RevokerProcess {
             _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
             process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = arguments
+            if let workingDirectory { process.currentDirectoryURL = workingDirectory }
             process.environment = environment
             process.standardOutput = try FileHandle(forWritingTo: outputFile)
             process.standardError = try FileHandle(forWritingTo: errorFile)

@@ -1,0 +1,163 @@
+import AppleSignInSandbox
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerLocalStack
+import RevokerStore
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every `revoker` command the README shows, run as printed (through `sh`, in a directory that
+/// holds the files the commands name), against a scratch database with the sandbox standing in
+/// for Apple. The `scripts/` commands are run by CI itself (`.ci/run`).
+@Suite("README commands")
+struct ReadmeCommandTests {
+    /// Commands the README names that this test leaves to others, and why.
+    static let leftToOthers: [String: String] = [
+        "revoker demo": "scripts/demo runs it in CI",
+        "revoker bench": "the full benchmark takes minutes; scripts/bench runs it, the smoke run is in this suite",
+    ]
+
+    /// Long-running commands: started, seen ready, then stopped with SIGTERM (they must exit 0).
+    static let servers: [String: String] = [
+        "revoker serve": "Serving the API",
+        "revoker sandbox": "Apple sandbox listening on",
+        "revoker work": "",
+    ]
+
+    /// The commands, in the order the README shows them: shell code blocks and inline code
+    /// that starts with `revoker <command>` or runs one.
+    static func commands() throws -> [String] {
+        let readme = try String(contentsOf: PrivatePackage.root.appendingPathComponent("README.md"), encoding: .utf8)
+        var commands: [String] = []
+        var index = readme.startIndex
+        while let open = readme[index...].range(of: "`") {
+            if readme[open.lowerBound...].hasPrefix("```") {
+                let start = readme.index(open.lowerBound, offsetBy: 3)
+                guard let end = readme[start...].range(of: "\n```") else { break }
+                let block = readme[start..<end.lowerBound]
+                if block.hasPrefix("sh\n") {
+                    let joined = block.dropFirst(3).replacingOccurrences(of: "\\\n", with: " ")
+                    commands += joined.split(separator: "\n").map { line in
+                        String(line.split(separator: "#", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
+                    }
+                }
+                index = end.upperBound
+            } else {
+                guard let close = readme[open.upperBound...].range(of: "`") else { break }
+                commands.append(String(readme[open.upperBound..<close.lowerBound]))
+                index = close.upperBound
+            }
+        }
+        return commands.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.filter { command in
+            command.hasPrefix("revoker ") || command.hasPrefix("swift run revoker ") || command.hasPrefix("(umask 077; revoker ")
+        }
+    }
+
+    @Test func theReadmeShowsTheCommandsThisTestRuns() throws {
+        let commands = try Self.commands()
+        for expected in ["revoker migrate", "revoker check", "revoker status", "revoker work", "revoker drain", "revoker serve", "revoker audit"] {
+            #expect(commands.contains { $0.hasPrefix(expected) }, "\(expected) is documented")
+        }
+        #expect(commands.contains { $0.hasPrefix("revoker enqueue") && $0.contains("--kind refresh_token") })
+    }
+
+    @Test func everyCommandTheReadmeShowsRunsAsPrinted() async throws {
+        let commands = try Self.commands()
+        try await ScratchDatabase.withScratchDatabase { database in
+            try await RunningSandbox.with { sandbox in
+                let files = try LocalConfiguration(clientIDs: ["com.example.app"])
+                defer { try? FileManager.default.removeItem(at: files.directory) }
+                try await files.register(with: sandbox)
+                // The files the commands name, where they name them.
+                let work = files.directory.appendingPathComponent("work")
+                try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+                let token = try await sandbox.admin.mintRefreshToken(clientID: "com.example.app", subject: "000123.abcdef")
+                try Data(token.value.utf8).write(to: work.appendingPathComponent("token.txt"))
+                try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: work.appendingPathComponent("AuthKey_KEY1234567.p8"))
+
+                var environment = files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                let binaryDirectory = URL(fileURLWithPath: RevokerProcess.binary).deletingLastPathComponent().path
+                environment["PATH"] = binaryDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+                environment["REVOKER_HTTP_PORT"] = "0"
+
+                var ran: [String] = []
+                for command in commands {
+                    if Self.leftToOthers.keys.contains(where: { command == $0 }) { continue }
+                    // `swift run revoker` builds and runs this same binary.
+                    let runnable = command.replacingOccurrences(of: "swift run revoker", with: "revoker")
+                    let server = Self.servers.first { runnable.hasPrefix($0.key) }
+                    let process = try RevokerProcess.Handle(
+                        executable: "/bin/sh",
+                        arguments: ["-c", server == nil ? runnable : "exec " + runnable],
+                        environment: environment,
+                        workingDirectory: work
+                    )
+                    if let server {
+                        if server.value.isEmpty {
+                            // The worker has done its part when it has carried out everything due
+                            // (and has been up long enough to have its signal handlers).
+                            try await Task.sleep(for: .seconds(2))
+                            try await Self.waitUntilNothingIsDue(database.client)
+                        } else {
+                            try await Self.wait(for: server.value, in: process)
+                        }
+                        #expect(process.isRunning, "\(command) keeps running: \(process.errors)")
+                        process.signal(SIGTERM)
+                    }
+                    let deadline = ContinuousClock.now + .seconds(90)
+                    while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                    #expect(!process.isRunning && process.terminationStatus == 0, "\(command): \(process.output)\(process.errors)")
+                    #expect(!(process.output + process.errors).contains(token.value), "\(command) never prints the token")
+                    ran.append(command)
+                }
+                #expect(ran.count >= 15, "\(ran)")
+
+                // What the commands should have left behind.
+                let keys = work.appendingPathComponent("sealing-keys").path
+                let attributes = try FileManager.default.attributesOfItem(atPath: keys)
+                #expect((attributes[.posixPermissions] as? Int) == 0o600, "keygen under umask 077 writes a private file")
+                let csv = try String(contentsOf: work.appendingPathComponent("january.csv"), encoding: .utf8)
+                #expect(csv.hasPrefix("id,occurred_at,"), "the CSV export has its header")
+                let rows = try await database.client.query(
+                    "SELECT state, outcome FROM revoker.revocation_requests WHERE external_reference = 'user-42'"
+                ).collect()
+                let (state, outcome) = try #require(try rows.first?.decode((String, String?).self))
+                #expect(state == "succeeded" && outcome == "revoked", "the enqueued deletion was carried out by `revoker work`")
+            }
+        }
+    }
+
+    static func waitUntilNothingIsDue(_ client: PostgresClient) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let rows = try await client.query("SELECT count(*)::int FROM revoker.revocation_requests WHERE state IN ('pending', 'running')")
+                .collect()
+            if try rows.first?.decode(Int.self) == 0 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("requests were still due after 60 s")
+    }
+
+    static func wait(for text: String, in process: RevokerProcess.Handle) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !(process.output + process.errors).contains(text) {
+            guard process.isRunning, ContinuousClock.now < deadline else {
+                Issue.record("never printed '\(text)': \(process.output)\(process.errors)")
+                return
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+/// The package's root directory.
+enum PrivatePackage {
+    static var root: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+}
