@@ -315,9 +315,12 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "RevokerConfiguration",
                 "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerTesting",
+                "RevokerWorker",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

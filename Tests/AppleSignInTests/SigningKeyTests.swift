@@ -23,14 +23,9 @@ struct SigningKeyTests {
 
     func loadError(_ text: String) throws -> AppleSignInError {
         let path = try write(text)
-        do {
-            _ = try AppleSigningKey.load(contentsOfFile: path)
-        } catch {
-            #expect(error.message.contains(path), "the message names the file")
-            return error
-        }
-        Issue.record("loading succeeded")
-        return AppleSignInError(.malformedKey, "")
+        let error = try #require(throws: AppleSignInError.self) { try AppleSigningKey.load(contentsOfFile: path) }
+        #expect(error.message.contains(path), "the message names the file")
+        return error
     }
 
     @Test func loadsApplesPKCS8File() throws {

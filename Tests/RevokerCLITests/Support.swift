@@ -15,20 +15,18 @@ struct CLIFixture: Sendable {
 
     static let logger = Logger(label: "revoker.cli-tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// Runs `body` with a fresh migrated database and a configuration serving `clientIDs`.
+    /// Runs `body` with the test stack serving `clientIDs`, its environment pointing `revoker`
+    /// at `appleBaseURL` (by default an address where nothing answers).
     static func with<T: Sendable>(
         clientIDs: [String] = ["com.example.app"],
         appleBaseURL: String = "http://127.0.0.1:9",
         _ body: (CLIFixture) async throws -> T
     ) async throws -> T {
-        try await ScratchDatabase.withScratchDatabase { database in
-            try await Migrator(client: database.client, logger: logger).migrate()
-            let configuration = try LocalConfiguration(clientIDs: clientIDs)
-            defer { try? FileManager.default.removeItem(at: configuration.directory) }
+        try await RevokerTestStack.with(clientIDs: clientIDs) { stack in
             let fixture = CLIFixture(
-                database: database,
-                configuration: configuration,
-                environment: configuration.environment(databaseURL: database.url, appleBaseURL: appleBaseURL)
+                database: stack.database,
+                configuration: stack.files,
+                environment: stack.files.environment(databaseURL: stack.database.url, appleBaseURL: appleBaseURL)
             )
             return try await body(fixture)
         }

@@ -14,7 +14,7 @@ import RevokerTesting
 /// The API served over real HTTP on a free loopback port, against a test database and the
 /// sandbox, optionally with the worker in the same process: the assembly `revoker serve` runs.
 struct APIHarness: Sendable {
-    let worker: WorkerHarness
+    let stack: RevokerTestStack
     let baseURL: String
     let keys: Keys
 
@@ -46,11 +46,8 @@ struct APIHarness: Sendable {
     ) async throws -> T {
         let keys = Keys()
         let http: [String: any Sendable] = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration]
-        return try await WorkerHarness.with(worker: settings, http: http) { harness in
-            let app = try await RevokerApp(configuration: harness.configuration, parts: runWorker ? [.api, .worker] : .api, logger: harness.logger)
-            return try await app.withRunning { running in
-                try await body(APIHarness(worker: harness, baseURL: "http://127.0.0.1:\(running.apiPort ?? 0)", keys: keys))
-            }
+        return try await RevokerTestStack.with(worker: settings, http: http, serving: runWorker ? [.api, .worker] : .api) { stack in
+            try await body(APIHarness(stack: stack, baseURL: stack.apiBaseURL ?? "", keys: keys))
         }
     }
 
@@ -85,17 +82,17 @@ struct APIHarness: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         let answer = Answer(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
-        try worker.expectNoSecrets(in: answer.text)
+        try stack.expectNoSecrets(in: answer.text)
         return answer
     }
 
     /// Mints a refresh token in the sandbox, remembered as a secret to search outputs for.
     func mintRefreshToken(clientID: String = "com.example.notes", subject: String) async throws -> (grantID: String, token: String) {
-        let minted = try await worker.sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
-        worker.secrets.add(minted.value)
+        let minted = try await stack.sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
+        stack.secrets.add(minted.value)
         return (minted.grantID, minted.value)
     }
 
     /// Requests stored in the database.
-    func storedCount() async throws -> Int { try await worker.requests().count }
+    func storedCount() async throws -> Int { try await stack.requests().count }
 }

@@ -39,7 +39,7 @@ struct AuditServiceAPITests {
             }
             #expect(shown.json["outcome"] as? String == "revoked", "\(shown.text)")
             #expect(shown.json["has_credential"] as? Bool == false, "the credential is erased once final")
-            #expect(try await api.worker.sandbox.admin.grant(grantID).revocations == 1, "Apple revoked the grant once")
+            #expect(try await api.stack.sandbox.admin.grant(grantID).revocations == 1, "Apple revoked the grant once")
 
             let audit = try await api.call(.GET, "/v1/audit?request_id=\(id)", key: api.keys.auditor)
             let events = try #require(audit.json["records"] as? [[String: Any]]).compactMap { $0["event"] as? String }
@@ -54,7 +54,7 @@ struct AuditServiceAPITests {
             #expect(metrics.contains(#"revoker_queue_depth{state="succeeded"} 1"#))
             #expect(metrics.contains(#"revoker_http_request_duration_seconds_count{route="/v1/revocations",method="POST",status="202"} 1"#))
             #expect(!metrics.contains(id), "no request id in a label")
-            try await api.worker.expectNoSecretsInAudit()
+            try await api.stack.expectNoSecretsInAudit()
         }
     }
 
@@ -72,7 +72,7 @@ struct AuditServiceAPITests {
                 )
                 _ = try await api.call(.POST, "/v1/revocations/\(UUID())/cancel", key: api.keys.writer)
             }
-            let everything = try await api.worker.audit()
+            let everything = try await api.stack.audit()
             var seen: [Int64] = []
             var cursor: String?
             var pages = 0
@@ -110,7 +110,7 @@ struct AuditServiceAPITests {
             #expect(alive.status == 200 && alive.json["status"] as? String == "alive")
             let ready = try await api.call(.GET, "/readyz", key: nil)
             #expect(ready.status == 200 && ready.json["status"] as? String == "ready")
-            _ = try await api.worker.database.client.query("UPDATE revoker.schema_migrations SET checksum = 'changed'", logger: api.worker.logger)
+            _ = try await api.stack.database.client.query("UPDATE revoker.schema_migrations SET checksum = 'changed'", logger: api.stack.logger)
                 .collect()
             let stale = try await api.call(.GET, "/readyz", key: nil)
             #expect(stale.status == 503, "a schema that does not match this binary is not ready: \(stale.text)")

@@ -60,7 +60,7 @@ struct RevocationsAPITests {
             #expect(cancelled.json["state"] as? String == "cancelled" && cancelled.json["has_credential"] as? Bool == false)
             let again = try await api.call(.POST, "/v1/revocations/\(id)/cancel", key: api.keys.writer)
             #expect(again.status == 409)
-            let audit = try await api.worker.audit().filter { $0.requestID?.uuidString.lowercased() == id }
+            let audit = try await api.stack.audit().filter { $0.requestID?.uuidString.lowercased() == id }
             #expect(audit.map(\.event) == ["enqueued", "cancelled", "credential_erased"])
             #expect(audit.allSatisfy { $0.actor == "api:billing" }, "the key's name is the actor")
         }
@@ -209,9 +209,9 @@ struct RevocationsAPITests {
             )
 
             // A worker that lacks the app's configuration fails the request as client_misconfigured.
-            var missing = api.worker.configuration
+            var missing = api.stack.configuration
             missing.apps["com.example.photos"] = nil
-            _ = try await api.worker.drain(configuration: missing)
+            _ = try await api.stack.drain(configuration: missing)
             let failed = try await api.call(.GET, "/v1/revocations/\(id)", key: api.keys.reader)
             #expect(failed.json["outcome"] as? String == "client_misconfigured")
 
@@ -221,11 +221,11 @@ struct RevocationsAPITests {
             #expect(requeued.json["requeued_from"] as? String == id && requeued.json["state"] as? String == "pending")
             #expect(try await api.call(.POST, "/v1/revocations/\(id)/requeue", key: api.keys.admin).status == 409, "only once")
 
-            _ = try await api.worker.drain()
+            _ = try await api.stack.drain()
             let newID = try #require(requeued.json["id"] as? String)
             let finished = try await api.call(.GET, "/v1/revocations/\(newID)", key: api.keys.reader)
             #expect(finished.json["outcome"] as? String == "revoked")
-            #expect(try await api.worker.sandbox.admin.grant(grantID).revoked)
+            #expect(try await api.stack.sandbox.admin.grant(grantID).revoked)
         }
     }
 }

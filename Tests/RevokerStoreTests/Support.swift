@@ -14,16 +14,15 @@ enum Fixtures {
         CredentialSealer(keyring: try CredentialKeyring(parsing: text, currentKeyID: current))
     }
 
-    /// A migrated test database and a queue on it.
+    /// The test stack's migrated database, and a queue on it sealing with `sealer` (default: key `a`).
     static func withQueue<R: Sendable>(
         logger: Logger = Logger(label: "test"),
         sealer: CredentialSealer? = nil,
         _ body: (ScratchDatabase, RevocationQueue) async throws -> R
     ) async throws -> R {
-        try await ScratchDatabase.withScratchDatabase { db in
-            try await Migrator(client: db.client, logger: logger).migrate()
-            let queue = RevocationQueue(client: db.client, sealer: try sealer ?? self.sealer(), logger: logger)
-            return try await body(db, queue)
+        try await RevokerTestStack.with(clientIDs: ["com.example.app"]) { stack in
+            let queue = RevocationQueue(client: stack.database.client, sealer: try sealer ?? self.sealer(), logger: logger)
+            return try await body(stack.database, queue)
         }
     }
 

@@ -11,7 +11,7 @@ import Testing
 @Suite("The worker against PostgreSQL and the sandbox")
 struct PipelineTests {
     @Test func aMixedBatchDrainsToTheRightOutcomeForEachRequest() async throws {
-        try await WorkerHarness.with { harness in
+        try await RevokerTestStack.with { harness in
             let notes = "com.example.notes"
             let photos = "com.example.photos"
             let live: [(String, String, CredentialKind, String?)] = [
@@ -32,7 +32,7 @@ struct PipelineTests {
             try await harness.sandbox.withClient { client in
                 let app = AppleAppClient(
                     client: client,
-                    signer: try await ClientSecretSigner(app: try harness.configuration.apps[notes].unwrapped().apple)
+                    signer: try await ClientSecretSigner(app: try #require(harness.configuration.apps[notes]).apple)
                 )
                 try await app.revoke(token: revoked.secret, hint: .refreshToken)
             }
@@ -88,7 +88,7 @@ struct PipelineTests {
 
     @Test func transientFaultsAreRetriedAndRetryAfterIsHonoured() async throws {
         let worker: [String: any Sendable] = ["retry_base_seconds": 0.05, "retry_cap_seconds": 0.4, "max_attempts": 40, "poll_interval_seconds": 0.1]
-        try await WorkerHarness.with(worker: worker) { harness in
+        try await RevokerTestStack.with(worker: worker) { harness in
             var grants: [String] = []
             for index in 0..<24 {
                 let kind: CredentialKind = index % 3 == 0 ? .authorizationCode : .refreshToken
@@ -121,12 +121,12 @@ struct PipelineTests {
     }
 
     @Test func aMisconfiguredAppPausesWithoutBurningAttemptsAndResumesOnceFixed() async throws {
-        try await WorkerHarness.with(worker: ["pause_probe_seconds": 0.5, "poll_interval_seconds": 0.1]) { harness in
+        try await RevokerTestStack.with(worker: ["pause_probe_seconds": 0.5, "poll_interval_seconds": 0.1]) { harness in
             try await Self.pauseAndResume(harness)
         }
     }
 
-    static func pauseAndResume(_ harness: WorkerHarness) async throws {
+    static func pauseAndResume(_ harness: RevokerTestStack) async throws {
         let broken = harness.files.apps[0]
         // Apple knows another key for this app than the one Revoker signs with.
         try await harness.sandbox.admin.register(
@@ -158,7 +158,7 @@ struct PipelineTests {
     }
 
     @Test func retriesEndExhaustedAfterMaxAttempts() async throws {
-        try await WorkerHarness.with(worker: ["retry_base_seconds": 0.01, "retry_cap_seconds": 0.02, "poll_interval_seconds": 0.1]) { harness in
+        try await RevokerTestStack.with(worker: ["retry_base_seconds": 0.01, "retry_cap_seconds": 0.02, "poll_interval_seconds": 0.1]) { harness in
             let grant = try await harness.enqueue(clientID: "com.example.notes", reference: "down", kind: .refreshToken, maxAttempts: 3).grantID
             try await harness.sandbox.admin.setFaults(SandboxFaults(internalErrorRate: 1))
             let report = try await harness.drain()
@@ -168,15 +168,4 @@ struct PipelineTests {
             #expect(try await harness.sandbox.admin.grant(grant).calls.count == 3)
         }
     }
-}
-
-extension Optional {
-    func unwrapped(_ what: String = "value") throws -> Wrapped {
-        guard let self else { throw MissingValue(what: what) }
-        return self
-    }
-}
-
-struct MissingValue: Error {
-    var what: String
 }

@@ -16,7 +16,7 @@ struct ProcessTests {
     ]
 
     @Test func aWorkerKilledMidDrainLosesNothing() async throws {
-        try await WorkerHarness.with(worker: Self.fastWorker) { harness in
+        try await RevokerTestStack.with(worker: Self.fastWorker) { harness in
             let grants = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "k", count: 40) {
                 $0 % 3 == 0 ? .authorizationCode : .refreshToken
             }
@@ -60,7 +60,7 @@ struct ProcessTests {
     @Test func sigtermLetsInFlightRequestsFinish() async throws {
         var worker = Self.fastWorker
         worker["shutdown_grace_seconds"] = 15
-        try await WorkerHarness.with(worker: worker) { harness in
+        try await RevokerTestStack.with(worker: worker) { harness in
             _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "t", count: 20)
             try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 300))
             let process = try RevokerProcess(["work", "--log-level", "debug"], environment: harness.environment)
@@ -79,7 +79,7 @@ struct ProcessTests {
     @Test func sigtermAfterTheGracePeriodHandsRequestsBack() async throws {
         var worker = Self.fastWorker
         worker["shutdown_grace_seconds"] = 0
-        try await WorkerHarness.with(worker: worker) { harness in
+        try await RevokerTestStack.with(worker: worker) { harness in
             _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "g", count: 8)
             try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 700))
             let process = try RevokerProcess(["work"], environment: harness.environment)
@@ -97,7 +97,7 @@ struct ProcessTests {
 
     @Test func aDatabaseRestartDuringADrainIsSurvived() async throws {
         try await PrivatePostgres.with { server in
-            try await WorkerHarness.with(worker: Self.fastWorker, server: server.url) { harness in
+            try await RevokerTestStack.with(worker: Self.fastWorker, server: server.url) { harness in
                 _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "r", count: 30) {
                     $0 % 4 == 0 ? .authorizationCode : .refreshToken
                 }
@@ -122,7 +122,7 @@ struct ProcessTests {
     }
 
     @Test func drainExitCodesAreAsDocumented() async throws {
-        try await WorkerHarness.with(worker: Self.fastWorker) { harness in
+        try await RevokerTestStack.with(worker: Self.fastWorker) { harness in
             try await harness.enqueue(clientID: "com.example.notes", reference: "fine", kind: .refreshToken)
             let success = try await RevokerProcess.run(["drain"], environment: harness.environment)
             #expect(success.status == 0, "\(success.stderr)")
@@ -131,7 +131,7 @@ struct ProcessTests {
             // A code that was already used: the request fails as code_rejected.
             let used = try await harness.enqueue(clientID: "com.example.notes", reference: "used", kind: .authorizationCode)
             try await harness.sandbox.withClient { client in
-                let app = try harness.configuration.apps["com.example.notes"].unwrapped().apple
+                let app = try #require(harness.configuration.apps["com.example.notes"]).apple
                 _ = try await AppleAppClient(client: client, signer: try await ClientSecretSigner(app: app)).exchange(
                     code: used.secret,
                     redirectURI: nil

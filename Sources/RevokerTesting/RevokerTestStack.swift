@@ -11,15 +11,30 @@ import RevokerStore
 import RevokerWorker
 import Synchronization
 
-/// A database, a sandbox, configured apps and the pieces of a worker, wired as `revoker` wires them.
-public struct WorkerHarness: Sendable {
+/// The one entry point of the tests: a scratch database (migrated), the Apple sandbox, app keys
+/// and configuration files, the loaded configuration and a queue; and, when asked, the program
+/// itself running (the API, the worker) as `RevokerApp` assembles it for `revoker serve`.
+///
+/// Modelled on HummingbirdTesting's `app.test(.router | .live)`: the same body runs against the
+/// store alone or against a live server, and the secrets a test handled are searched for in the
+/// captured logs when it ends.
+public struct RevokerTestStack: Sendable {
+    /// A fresh database with every migration applied; dropped afterwards.
     public let database: ScratchDatabase
+    /// The sandbox standing in for Apple, with every app registered.
     public let sandbox: RunningSandbox
+    /// The app keys, sealing key and configuration file, as an operator lays them out.
     public let files: LocalConfiguration
+    /// The configuration loaded from ``files`` and the environment, as `revoker` loads it.
     public let configuration: RevokerConfiguration
+    /// A queue on ``database`` that seals with the configured keys and logs into ``logs``.
     public let queue: RevocationQueue
+    /// Every line logged through ``logger``.
     public let logs: CapturingLogHandler.Storage
+    /// A logger capturing into ``logs``.
     public let logger: Logger
+    /// `http://127.0.0.1:PORT` of the running API, when the stack serves it.
+    public let apiBaseURL: String?
 
     /// Everything the tests enqueued, to search logs and audit rows for.
     public let secrets = Secrets()
@@ -30,13 +45,23 @@ public struct WorkerHarness: Sendable {
         public var all: [String] { values.withLock { $0 } }
     }
 
+    /// Sets the stack up, runs `body`, and takes it down (also when `body` throws).
+    ///
+    /// - Parameters:
+    ///   - clientIDs: the apps configured (and registered with the sandbox).
+    ///   - worker: `worker` settings for the configuration file.
+    ///   - http: `http` settings for the configuration file.
+    ///   - sandbox: the sandbox's faults and lifetimes.
+    ///   - server: another PostgreSQL server's URL (default: `DATABASE_URL`).
+    ///   - serving: the parts of the program to run around `body` (`.api`, `.worker`); none by default.
     public static func with<T: Sendable>(
         clientIDs: [String] = ["com.example.notes", "com.example.photos"],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
         sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
         server: String? = nil,
-        _ body: (WorkerHarness) async throws -> T
+        serving: RevokerApp.Parts = [],
+        _ body: (RevokerTestStack) async throws -> T
     ) async throws -> T {
         try await ScratchDatabase.withScratchDatabase(on: server) { database in
             _ = try await Migrator(client: database.client, logger: Logger(label: "test")).migrate()
@@ -51,17 +76,31 @@ public struct WorkerHarness: Sendable {
                 let logs = CapturingLogHandler.Storage()
                 let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)
                 let queue = RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
-                let harness = WorkerHarness(
-                    database: database,
-                    sandbox: sandbox,
-                    files: files,
-                    configuration: configuration,
-                    queue: queue,
-                    logs: logs,
-                    logger: logger
-                )
-                let result = try await body(harness)
-                try harness.expectNoSecretsInLogs()
+                func stack(apiPort: Int?) -> RevokerTestStack {
+                    RevokerTestStack(
+                        database: database,
+                        sandbox: sandbox,
+                        files: files,
+                        configuration: configuration,
+                        queue: queue,
+                        logs: logs,
+                        logger: logger,
+                        apiBaseURL: apiPort.map { "http://127.0.0.1:\($0)" }
+                    )
+                }
+                let result: T
+                let used: RevokerTestStack
+                if serving.isEmpty {
+                    used = stack(apiPort: nil)
+                    result = try await body(used)
+                } else {
+                    let app = try await RevokerApp(configuration: configuration, parts: serving, logger: logger)
+                    (result, used) = try await app.withRunning { running in
+                        let live = stack(apiPort: running.apiPort)
+                        return (try await body(live), live)
+                    }
+                }
+                try used.expectNoSecretsInLogs()
                 return result
             }
         }

@@ -1,0 +1,111 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import Testing
+
+@Suite("Audit trail and roles")
+struct AuditTrailTests {
+    @Test func pruneKeepsAuditRows() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let request = try await queue.enqueue(Fixtures.new("user-1"), actor: "t").request
+            _ = try await queue.enqueue(Fixtures.new("user-2"), actor: "t")
+            #expect(try await queue.cancel(id: request.id, actor: "ops") != .notFound)
+            #expect(try await queue.cancel(id: UUID(), actor: "ops") == .notFound)
+            #expect(try await queue.prune(finishedBefore: Date().addingTimeInterval(-3600)) == 0)
+            #expect(try await queue.prune(finishedBefore: Date().addingTimeInterval(3600)) == 1)
+            #expect(try await queue.request(id: request.id) == nil)
+            let audit = try await AuditLog(client: db.client, logger: Logger(label: "t")).query(AuditQuery(requestID: request.id))
+            #expect(audit.records.map(\.event) == ["enqueued", "cancelled", "credential_erased"])
+            #expect(try await queue.statistics().byState[.pending] == 1)
+        }
+    }
+
+    @Test func auditTrailIsAppendOnly() async throws {
+        try await Fixtures.withQueue { db, queue in
+            _ = try await queue.enqueue(Fixtures.new("user-1"), actor: "t")
+            let owner = try await db.client.query(
+                "SELECT current_user::text, (SELECT tableowner::text FROM pg_tables WHERE schemaname = 'revoker' AND tablename = 'audit_events')"
+            ).collect()
+            let (user, tableOwner) = try #require(try owner.first?.decode((String, String).self))
+            #expect(user == tableOwner)
+            for sql in ["UPDATE revoker.audit_events SET actor = 'x'", "DELETE FROM revoker.audit_events", "TRUNCATE revoker.audit_events"] {
+                let error = await #expect(throws: PSQLError.self, "\(sql)") {
+                    _ = try await db.client.query(PostgresQuery(unsafeSQL: sql)).collect()
+                }
+                #expect(error?.serverInfo?[.sqlState] == "RV403", "\(sql)")
+            }
+            let rows = try await db.client.query("SELECT count(*)::int FROM revoker.audit_events").collect()
+            #expect(try rows.first?.decode(Int.self) == 1)
+        }
+    }
+
+    @Test func auditPagination() async throws {
+        try await Fixtures.withQueue { db, queue in
+            for index in 0..<5 { _ = try await queue.enqueue(Fixtures.new("user-\(index)"), actor: "t") }
+            let log = AuditLog(client: db.client, logger: Logger(label: "t"))
+            var cursor: String?
+            var seen: [String] = []
+            repeat {
+                let page = try await log.query(AuditQuery(clientID: "com.example.app", events: [.enqueued], cursor: cursor, limit: 2))
+                seen += page.records.compactMap(\.externalReference)
+                cursor = page.nextCursor
+            } while cursor != nil
+            #expect(seen == (0..<5).map { "user-\($0)" })
+        }
+    }
+
+    @Test func rolesRestrictAccess() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("deploy/postgres/roles.sql")
+            let sql = try String(contentsOf: path, encoding: .utf8)
+            try await db.client.withConnection { connection in
+                for statement in sql.components(separatedBy: "END $$;").dropLast() {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement + "END $$"), logger: Logger(label: "t"))
+                }
+                let grants = sql.components(separatedBy: "END $$;").last ?? ""
+                for statement in grants.components(separatedBy: ";") {
+                    let lines = statement.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("--") }
+                    let text = lines.joined(separator: "\n").trimmingCharacters(in: .whitespacesAndNewlines)
+                    if !text.isEmpty { try await connection.query(PostgresQuery(unsafeSQL: text), logger: Logger(label: "t")) }
+                }
+            }
+            try await db.client.withConnection { connection in
+                let logger = Logger(label: "t")
+                try await connection.query("SET ROLE revoker_enqueuer", logger: logger)
+                let id = try await connection.query(
+                    "SELECT revoker.enqueue_revocation('com.example.app', 'r1', 'refresh_token', 'tok')",
+                    logger: logger
+                ).collect()
+                #expect(id.count == 1)
+                let state = try await connection.query("SELECT state FROM revoker.revocation_requests", logger: logger).collect()
+                #expect(try state.first?.decode(String.self) == "pending")
+                await #expect(throws: (any Error).self) {
+                    _ = try await connection.query("SELECT sealed_credential FROM revoker.revocation_requests", logger: logger).collect()
+                }
+                await #expect(throws: (any Error).self) {
+                    _ = try await connection.query("SELECT credential FROM revoker.credential_intake", logger: logger).collect()
+                }
+                await #expect(throws: (any Error).self) {
+                    try await connection.query("UPDATE revoker.revocation_requests SET max_attempts = 2", logger: logger)
+                }
+                try await connection.query("RESET ROLE", logger: logger)
+                try await connection.query("SET ROLE revoker_auditor", logger: logger)
+                let audit = try await connection.query("SELECT count(*)::int FROM revoker.audit_events", logger: logger).collect()
+                #expect(try audit.first?.decode(Int.self) == 1)
+                await #expect(throws: (any Error).self) {
+                    _ = try await connection.query("SELECT id FROM revoker.revocation_requests", logger: logger).collect()
+                }
+                try await connection.query("RESET ROLE", logger: logger)
+                try await connection.query("SET ROLE revoker_worker", logger: logger)
+                await #expect(throws: (any Error).self) {
+                    try await connection.query("DELETE FROM revoker.audit_events", logger: logger)
+                }
+                try await connection.query("RESET ROLE", logger: logger)
+            }
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import Testing
+
+@Suite("Migrations")
+struct MigrationTests {
+    @Test func appliesTwiceWithoutChange() async throws {
+        try await ScratchDatabase.withScratchDatabase { (db: ScratchDatabase) async throws in
+            let migrator = Migrator(client: db.client, logger: Logger(label: "test"))
+            #expect(try await migrator.isCurrent() == false)
+            #expect(try await migrator.migrate() == Migration.all.map(\.version))
+            #expect(try await migrator.migrate() == [])
+            #expect(try await migrator.isCurrent())
+            #expect(try await migrator.pendingMigrations().isEmpty)
+        }
+    }
+
+    @Test func concurrentMigratorsApplyOnce() async throws {
+        try await ScratchDatabase.withScratchDatabase { (db: ScratchDatabase) async throws in
+            let first = db.makeClient()
+            let second = db.makeClient()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await first.run() }
+                group.addTask { await second.run() }
+                async let a = Migrator(client: first, logger: Logger(label: "a")).migrate()
+                async let b = Migrator(client: second, logger: Logger(label: "b")).migrate()
+                let applied = try await a + b
+                #expect(applied == Migration.all.map(\.version))
+                group.cancelAll()
+            }
+            let rows = try await db.client.query("SELECT count(*)::int FROM revoker.schema_migrations").collect()
+            #expect(try rows.first?.decode(Int.self) == Migration.all.count)
+        }
+    }
+
+    @Test func everyMigrationFileIsEmbedded() throws {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("migrations")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files.map { String($0.dropLast(4)) } == Migration.all.map(\.name))
+        for (file, migration) in zip(files, Migration.all) {
+            #expect(try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8) == migration.sql)
+            #expect(Int(file.prefix(4)) == migration.version)
+        }
+    }
+
+    @Test func refusesChangedChecksum() async throws {
+        try await ScratchDatabase.withScratchDatabase { (db: ScratchDatabase) async throws in
+            try await Migrator(client: db.client, logger: Logger(label: "t")).migrate()
+            try await db.client.query("UPDATE revoker.schema_migrations SET checksum = 'x'")
+            await #expect(throws: RevokerStoreError.self) {
+                try await Migrator(client: db.client, logger: Logger(label: "t")).migrate()
+            }
+            #expect(try await Migrator(client: db.client, logger: Logger(label: "t")).isCurrent() == false)
+        }
+    }
+}
