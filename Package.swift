@@ -123,6 +123,7 @@ let package = Package(
                 "RevokerHTTP",
                 "RevokerStore",
                 "RevokerWorker",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -137,6 +138,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "RevokerConfiguration",
                 "RevokerStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

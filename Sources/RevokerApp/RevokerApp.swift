@@ -1,5 +1,6 @@
 import AppleSignIn
 import AsyncHTTPClient
+import CoreMetrics
 import Logging
 import PostgresNIO
 import Prometheus
@@ -99,12 +100,16 @@ public struct RevokerApp: Sendable {
                 try? await pool.httpClient.shutdown()
                 throw RevokerAppError(.configuration, error.message)
             }
+            // Beside the API the worker records into the registry `/metrics` exports; alone it
+            // records through the process's metrics system (a no-op unless bootstrapped), as
+            // nothing would read the registry.
+            let factory: any MetricsFactory = parts.contains(.api) ? PrometheusMetricsFactory(registry: metrics) : MetricsSystem.factory
             let worker = RevocationWorker(
                 queue: queue,
                 apps: apps,
                 settings: configuration.worker,
                 mode: workerMode,
-                metrics: WorkerMetrics(factory: PrometheusMetricsFactory(registry: metrics)),
+                metrics: WorkerMetrics(factory: factory),
                 logger: logger
             )
             self.worker = worker

@@ -86,29 +86,17 @@ public struct Benchmark: Sendable {
     // MARK: Scenario plumbing
 
     /// A fresh database (migrated) and a fresh sandbox with the two apps registered and their configuration files.
-    struct Stage: Sendable {
-        var database: ScratchDatabase
-        var sandbox: RunningSandbox
-        var files: LocalConfiguration
-        var configuration: RevokerConfiguration
-
-        var environment: [String: String] { files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL) }
-    }
+    typealias Stage = LocalStack
 
     func withStage<T: Sendable>(latency: Int = 0, worker: [String: any Sendable] = [:], _ body: (Stage) async throws -> T) async throws -> T {
-        try await ScratchDatabase.withScratchDatabase(on: options.databaseURL) { database in
-            _ = try await Migrator(client: database.client, logger: logger).migrate()
-            return try await RunningSandbox.with(configuration: .init(faults: SandboxFaults(latencyMilliseconds: latency))) { sandbox in
-                let files = try LocalConfiguration(clientIDs: Self.apps, worker: worker)
-                defer { try? FileManager.default.removeItem(at: files.directory) }
-                try await files.register(with: sandbox)
-                let configuration = try RevokerConfiguration.load(
-                    file: files.configFile,
-                    environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
-                )
-                return try await body(Stage(database: database, sandbox: sandbox, files: files, configuration: configuration))
-            }
-        }
+        try await LocalStack.with(
+            clientIDs: Self.apps,
+            worker: worker,
+            sandbox: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
+            server: options.databaseURL,
+            logger: logger,
+            body
+        )
     }
 
     /// Runs `body` with a client of its own on the stage's database, closed afterwards, so that

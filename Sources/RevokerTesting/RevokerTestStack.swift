@@ -63,46 +63,37 @@ public struct RevokerTestStack: Sendable {
         serving: RevokerApp.Parts = [],
         _ body: (RevokerTestStack) async throws -> T
     ) async throws -> T {
-        try await ScratchDatabase.withScratchDatabase(on: server) { database in
-            _ = try await Migrator(client: database.client, logger: Logger(label: "test")).migrate()
-            return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
-                let files = try LocalConfiguration(clientIDs: clientIDs, worker: worker, http: http)
-                defer { try? FileManager.default.removeItem(at: files.directory) }
-                try await files.register(with: sandbox)
-                let configuration = try RevokerConfiguration.load(
-                    file: files.configFile,
-                    environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+        try await LocalStack.with(clientIDs: clientIDs, worker: worker, http: http, sandbox: sandboxConfiguration, server: server) { local in
+            let (database, sandbox, files, configuration) = (local.database, local.sandbox, local.files, local.configuration)
+            let logs = CapturingLogHandler.Storage()
+            let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)
+            let queue = RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+            func stack(apiPort: Int?) -> RevokerTestStack {
+                RevokerTestStack(
+                    database: database,
+                    sandbox: sandbox,
+                    files: files,
+                    configuration: configuration,
+                    queue: queue,
+                    logs: logs,
+                    logger: logger,
+                    apiBaseURL: apiPort.map { "http://127.0.0.1:\($0)" }
                 )
-                let logs = CapturingLogHandler.Storage()
-                let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)
-                let queue = RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
-                func stack(apiPort: Int?) -> RevokerTestStack {
-                    RevokerTestStack(
-                        database: database,
-                        sandbox: sandbox,
-                        files: files,
-                        configuration: configuration,
-                        queue: queue,
-                        logs: logs,
-                        logger: logger,
-                        apiBaseURL: apiPort.map { "http://127.0.0.1:\($0)" }
-                    )
-                }
-                let result: T
-                let used: RevokerTestStack
-                if serving.isEmpty {
-                    used = stack(apiPort: nil)
-                    result = try await body(used)
-                } else {
-                    let app = try await RevokerApp(configuration: configuration, parts: serving, logger: logger)
-                    (result, used) = try await app.withRunning { running in
-                        let live = stack(apiPort: running.apiPort)
-                        return (try await body(live), live)
-                    }
-                }
-                try used.expectNoSecretsInLogs()
-                return result
             }
+            let result: T
+            let used: RevokerTestStack
+            if serving.isEmpty {
+                used = stack(apiPort: nil)
+                result = try await body(used)
+            } else {
+                let app = try await RevokerApp(configuration: configuration, parts: serving, logger: logger)
+                (result, used) = try await app.withRunning { running in
+                    let live = stack(apiPort: running.apiPort)
+                    return (try await body(live), live)
+                }
+            }
+            try used.expectNoSecretsInLogs()
+            return result
         }
     }
 

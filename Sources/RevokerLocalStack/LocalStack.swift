@@ -1,0 +1,57 @@
+import AppleSignInSandbox
+import Foundation
+import Logging
+import RevokerConfiguration
+import RevokerStore
+
+/// Revoker's surroundings on one machine, without Apple: a scratch database with every
+/// migration applied, the sandbox on a free port with the apps registered, their keys and a
+/// configuration file written as an operator would, and that configuration loaded as
+/// `revoker` loads it. The test harness and the benchmark stand on it.
+public struct LocalStack: Sendable {
+    /// The scratch database, dropped afterwards.
+    public let database: ScratchDatabase
+    /// The sandbox standing in for Apple.
+    public let sandbox: RunningSandbox
+    /// The keys and configuration file.
+    public let files: LocalConfiguration
+    /// The configuration loaded from ``files``, pointing at ``database`` and ``sandbox``.
+    public let configuration: RevokerConfiguration
+
+    /// The environment for a `revoker` process using this stack.
+    public var environment: [String: String] {
+        files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+    }
+
+    /// Sets the stack up, runs `body`, and takes it down (also when `body` throws).
+    ///
+    /// - Parameters:
+    ///   - clientIDs: the apps, configured and registered with the sandbox.
+    ///   - worker: `worker` settings for the configuration file.
+    ///   - http: `http` settings for the configuration file.
+    ///   - sandbox: the sandbox's faults and lifetimes.
+    ///   - server: the PostgreSQL server to make the database on (default: `DATABASE_URL`).
+    public static func with<T: Sendable>(
+        clientIDs: [String],
+        worker: [String: any Sendable] = [:],
+        http: [String: any Sendable] = [:],
+        sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
+        server: String? = nil,
+        logger: Logger = Logger(label: "revoker.local", factory: { _ in SwiftLogNoOpLogHandler() }),
+        _ body: (LocalStack) async throws -> T
+    ) async throws -> T {
+        try await ScratchDatabase.withScratchDatabase(on: server) { database in
+            _ = try await Migrator(client: database.client, logger: logger).migrate()
+            return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
+                let files = try LocalConfiguration(clientIDs: clientIDs, worker: worker, http: http)
+                defer { try? FileManager.default.removeItem(at: files.directory) }
+                try await files.register(with: sandbox)
+                let configuration = try RevokerConfiguration.load(
+                    file: files.configFile,
+                    environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                )
+                return try await body(LocalStack(database: database, sandbox: sandbox, files: files, configuration: configuration))
+            }
+        }
+    }
+}
