@@ -5,8 +5,10 @@ import PostgresNIO
 /// The one place audit events are written. Every statement that changes a request or an app
 /// writes its events through here, in the same transaction as the change.
 ///
-/// Events travel as a JSON array (one ``AuditWriter/Row`` each) beside the rows they belong
-/// to, so one statement writes any number of events for any number of requests, in order.
+/// In the batched statements (claims, rescues, fenced changes) events travel as a JSON array
+/// (one ``AuditWriter/Row`` each) beside the rows they belong to, so one statement writes any
+/// number of events for any number of requests, in order; for one request or one app they are
+/// bound values.
 enum AuditWriter {
     /// One event as the writer's SQL reads it.
     struct Row: Encodable, Sendable {
@@ -82,6 +84,8 @@ enum AuditWriter {
     }
 
     /// With a request, its columns come from its row; without one, only `clientID` is known.
+    /// The events are bound values here (one statement, no JSON): the enqueue path writes one
+    /// event per request, and a JSON array costs it measurably (docs/benchmarks.md).
     private static func write(
         _ events: [AuditEvent],
         requestID: UUID?,
@@ -91,14 +95,35 @@ enum AuditWriter {
         logger: Logger
     ) async throws {
         guard !events.isEmpty else { return }
-        let query: PostgresQuery = """
-            WITH source AS (
-                SELECT r.id, coalesce(r.client_id, \(clientID)::text) AS client_id, r.external_reference, r.apple_user_id,
-                       r.attempts, \(actor)::text AS actor, \(try json(events))::jsonb AS events
-                FROM (SELECT 1) AS one LEFT JOIN revoker.revocation_requests r ON r.id = \(requestID)::uuid
+        var binds = PostgresBindings(capacity: 3 + 7 * events.count)
+        binds.append(requestID)
+        binds.append(clientID)
+        binds.append(actor)
+        var rows: [String] = []
+        for (index, event) in events.enumerated() {
+            let first = 4 + 7 * index
+            rows.append(
+                "($\(first)::text, $\(first + 1)::text, $\(first + 2)::int, $\(first + 3)::text, $\(first + 4)::text, "
+                    + "$\(first + 5)::int, $\(first + 6)::text, \(index))"
             )
-            \(unescaped: insert(from: "source"))
+            binds.append(event.event.rawValue)
+            binds.append(event.appleEndpoint)
+            binds.append(event.httpStatus)
+            binds.append(event.appleError)
+            binds.append(event.appleErrorDescription)
+            binds.append(event.latencyMilliseconds)
+            binds.append(event.detail)
+        }
+        let sql = """
+            INSERT INTO revoker.audit_events
+                (request_id, client_id, external_reference, apple_user_id, event, attempt, actor,
+                 apple_endpoint, http_status, apple_error, apple_error_description, latency_ms, detail)
+            SELECT r.id, coalesce(r.client_id, $2::text), r.external_reference, r.apple_user_id, v.event, r.attempts, $3::text,
+                   v.endpoint, v.status, v.error, v.description, v.latency, v.detail
+            FROM (VALUES \(rows.joined(separator: ", "))) AS v(event, endpoint, status, error, description, latency, detail, n)
+            LEFT JOIN revoker.revocation_requests r ON r.id = $1::uuid
+            ORDER BY v.n
             """
-        try await connection.run(query, logger: logger)
+        try await connection.run(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
     }
 }
