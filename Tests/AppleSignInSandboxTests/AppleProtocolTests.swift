@@ -232,7 +232,9 @@ struct AppleProtocolTests {
 
     @Test func faultsSurfaceAsTransientWithRetryAfter() async throws {
         try await RunningSandbox.with { sandbox in
-            try await sandbox.withClient(timeout: .seconds(1)) { client in
+            // Short enough that the hung call ends soon, long enough that the last, healthy call
+            // is not cut off when the whole suite loads both cores (it was, once, at 1 s).
+            try await sandbox.withClient(timeout: .seconds(3)) { client in
                 let app = try await sandbox.appClient(client)
                 let token = try await sandbox.admin.mintRefreshToken(clientID: app.clientID, subject: "u6")
                 let faults: [(SandboxFaults, Int?, Duration?)] = [
