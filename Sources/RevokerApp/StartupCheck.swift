@@ -53,7 +53,6 @@ public struct StartupCheck: Sendable {
             default: return "\(error.code)"
             }
         }
-        if error is DeadlineExceeded { return "timed out" }
         return String(describing: error).prefix(200).description
     }
 }

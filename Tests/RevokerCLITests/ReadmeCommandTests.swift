@@ -5,6 +5,7 @@ import Logging
 import PostgresNIO
 import RevokerLocalStack
 import RevokerStore
+import RevokerTesting
 import Testing
 
 #if canImport(Glibc)
@@ -32,7 +33,7 @@ struct ReadmeCommandTests {
     /// The commands, in the order the README shows them: shell code blocks and inline code
     /// that starts with `revoker <command>` or runs one.
     static func commands() throws -> [String] {
-        let readme = try String(contentsOf: PrivatePackage.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: PrivatePostgres.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         var commands: [String] = []
         var index = readme.startIndex
         while let open = readme[index...].range(of: "`") {
@@ -152,12 +153,5 @@ struct ReadmeCommandTests {
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-    }
-}
-
-/// The package's root directory.
-enum PrivatePackage {
-    static var root: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 }
