@@ -36,10 +36,7 @@ struct PruneCommand: AsyncParsableCommand {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.prune", level: options.logLevel)
         let cutoff = Date(timeIntervalSinceNow: -Double(olderThanDays) * 86_400)
-        let pruned = try await withDatabase(configuration, logger: logger) { client in
-            guard try await Migrator(client: client, logger: logger).isCurrent() else {
-                throw fail("The database schema is not current; run `revoker migrate` first.")
-            }
+        let pruned = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
             let queue = RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
             do {
                 return try await queue.prune(finishedBefore: cutoff)
