@@ -125,11 +125,21 @@ struct ConfigurationFile: Decodable {
         var host: String?
         var port: Int?
         var maxBodyBytes: Int?
+        var headerTimeoutSeconds: Double?
+        var bodyTimeoutSeconds: Double?
+        var idleTimeoutSeconds: Double?
+        var maxConnections: Int?
+        var databaseTimeoutSeconds: Double?
         var apiKeys: [APIKeyEntry]?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case host, port
             case maxBodyBytes = "max_body_bytes"
+            case headerTimeoutSeconds = "header_timeout_seconds"
+            case bodyTimeoutSeconds = "body_timeout_seconds"
+            case idleTimeoutSeconds = "idle_timeout_seconds"
+            case maxConnections = "max_connections"
+            case databaseTimeoutSeconds = "database_timeout_seconds"
             case apiKeys = "api_keys"
         }
 
@@ -137,9 +147,11 @@ struct ConfigurationFile: Decodable {
             var name: String
             var sha256: String
             var scopes: [String]
+            var clientIDs: [String]?
 
             enum CodingKeys: String, CodingKey, CaseIterable {
                 case name, sha256, scopes
+                case clientIDs = "client_ids"
             }
         }
 
@@ -157,6 +169,23 @@ struct ConfigurationFile: Decodable {
                     throw ConfigurationError("http.max_body_bytes in \(source) must be between 1024 and 16777216.")
                 }
                 http.maxBodyBytes = maxBodyBytes
+            }
+            func seconds(_ value: Double?, _ name: String, _ range: ClosedRange<Double>) throws -> Duration? {
+                guard let value else { return nil }
+                guard range.contains(value) else {
+                    throw ConfigurationError("http.\(name) in \(source) must be between \(range.lowerBound) and \(range.upperBound).")
+                }
+                return .milliseconds(Int64(value * 1000))
+            }
+            http.headerTimeout = try seconds(headerTimeoutSeconds, "header_timeout_seconds", 0.1...300) ?? http.headerTimeout
+            http.bodyTimeout = try seconds(bodyTimeoutSeconds, "body_timeout_seconds", 0.1...600) ?? http.bodyTimeout
+            http.idleTimeout = try seconds(idleTimeoutSeconds, "idle_timeout_seconds", 0.1...3600) ?? http.idleTimeout
+            http.databaseTimeout = try seconds(databaseTimeoutSeconds, "database_timeout_seconds", 0.1...60) ?? http.databaseTimeout
+            if let maxConnections {
+                guard (1...100_000).contains(maxConnections) else {
+                    throw ConfigurationError("http.max_connections in \(source) must be between 1 and 100000.")
+                }
+                http.maxConnections = maxConnections
             }
             for (index, entry) in (apiKeys ?? []).enumerated() {
                 let place = "http.api_keys[\(index)] in \(source)"
@@ -179,7 +208,10 @@ struct ConfigurationFile: Decodable {
                     scopes.insert(scope)
                 }
                 guard !scopes.isEmpty else { throw ConfigurationError("\(place): scopes must name at least one scope.") }
-                http.apiKeys.append(.init(name: entry.name, sha256: digest, scopes: scopes))
+                if let clientIDs = entry.clientIDs, clientIDs.isEmpty {
+                    throw ConfigurationError("\(place): client_ids must name at least one app, or be left out for every app.")
+                }
+                http.apiKeys.append(.init(name: entry.name, sha256: digest, scopes: scopes, clientIDs: entry.clientIDs.map(Set.init)))
             }
             return http
         }

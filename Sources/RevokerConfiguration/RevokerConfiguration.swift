@@ -131,6 +131,13 @@ extension RevokerConfiguration {
             worker: try document.worker?.settings(source: source ?? "the configuration file") ?? .init()
         )
         configuration.http = try document.http?.settings(source: source ?? "the configuration file") ?? .init()
+        for key in configuration.http.apiKeys {
+            if let unknown = key.clientIDs?.sorted().first(where: { apps[$0] == nil }) {
+                throw ConfigurationError(
+                    "The API key '\(key.name)' in \(source ?? "the configuration file") names client_id '\(unknown.prefix(255))', which no configured app has."
+                )
+            }
+        }
         if let host = environment[Variable.httpHost], !host.isEmpty { configuration.http.host = host }
         if let text = environment[Variable.httpPort], !text.isEmpty {
             guard let port = Int(text), (0...65_535).contains(port) else {

@@ -10,8 +10,8 @@ import Hummingbird
 struct APIKeys: Sendable {
     let keys: [APIKey]
 
-    /// The caller's key name when its key grants `scope` (or `admin`); 401 or 403 otherwise.
-    func authorize(_ request: Request, _ scope: APIScope) throws -> String {
+    /// The caller when its key grants `scope` (or `admin`); 401 or 403 otherwise.
+    func authorize(_ request: Request, _ scope: APIScope) throws -> APICaller {
         guard let header = request.headers[.authorization] else {
             throw Self.unauthorized("An API key is required: send Authorization: Bearer <key>.")
         }
@@ -28,7 +28,7 @@ struct APIKeys: Sendable {
         guard found.scopes.contains(scope) || found.scopes.contains(.admin) else {
             throw APIProblem(.forbidden, "The API key '\(found.name)' lacks the scope '\(scope.rawValue)'.")
         }
-        return found.name
+        return APICaller(name: found.name, clientIDs: found.clientIDs)
     }
 
     static func unauthorized(_ detail: String) -> APIProblem {
@@ -43,4 +43,24 @@ struct APIKeys: Sendable {
         for index in a.indices { difference |= a[index] ^ b[index] }
         return difference == 0
     }
+}
+
+/// Who is calling, and which apps their key reaches.
+struct APICaller: Sendable {
+    /// The key's name, recorded as the actor.
+    let name: String
+    /// The apps the key is limited to; nil for every app.
+    let clientIDs: Set<String>?
+
+    func reaches(_ clientID: String) -> Bool { clientIDs?.contains(clientID) ?? true }
+
+    /// 403 for an app outside the key's limit that the caller named itself.
+    func require(_ clientID: String) throws {
+        guard reaches(clientID) else {
+            throw APIProblem(.forbidden, "The API key '\(name)' is limited to other apps.", field: "client_id")
+        }
+    }
+
+    /// The key's limit as a filter: nil for every app.
+    var filter: [String]? { clientIDs.map { $0.sorted() } }
 }

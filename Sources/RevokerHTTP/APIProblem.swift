@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOHTTP1
 import RevokerStore
 
 /// A refusal of the API, answered as an RFC 9457 problem (`application/problem+json`).
@@ -66,6 +67,17 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             }
         } catch is DeadlineExceeded {
             throw Self.unavailable(context)
+        } catch is HTTPParserError {
+            // Broken framing (a bad chunk size, a body cut short) is the client's doing.
+            context.logger.debug("Malformed request")
+            var problem = APIProblem.badRequest("The request is malformed: its body does not match its framing.")
+            problem.headers[.connection] = "close"
+            throw problem
+        } catch is RequestBodyTimeout {
+            context.logger.debug("Request body timed out")
+            var problem = APIProblem(.requestTimeout, "The request body did not arrive in time.")
+            problem.headers[.connection] = "close"
+            throw problem
         } catch {
             context.logger.error("Unexpected error while serving a request", metadata: ["error.type": "\(type(of: error))"])
             throw APIProblem(.internalServerError, "The request could not be completed.")

@@ -8,6 +8,17 @@ public struct HTTPSettings: Sendable, Equatable {
     public var maxBodyBytes = 65_536
     /// The bearer keys that may call `/v1`.
     public var apiKeys: [APIKey] = []
+    /// How long a client may take to send a request's head, once its first byte arrived.
+    public var headerTimeout: Duration = .seconds(10)
+    /// How long a client may take to send a request's body, once its head arrived.
+    public var bodyTimeout: Duration = .seconds(30)
+    /// A connection with no request in progress is closed after this long.
+    public var idleTimeout: Duration = .seconds(60)
+    /// Connections served at once; further ones wait in the listen backlog.
+    public var maxConnections = 512
+    /// The limit of every database call made while answering a request; past it the answer
+    /// is 503 with `Retry-After`.
+    public var databaseTimeout: Duration = .seconds(5)
 
     public init() {}
 }
@@ -29,10 +40,13 @@ public struct APIKey: Sendable, Equatable {
     public var sha256: [UInt8]
     /// What the key may do.
     public var scopes: Set<APIScope>
+    /// The apps the key may act on and read; nil for every app.
+    public var clientIDs: Set<String>?
 
-    public init(name: String, sha256: [UInt8], scopes: Set<APIScope>) {
+    public init(name: String, sha256: [UInt8], scopes: Set<APIScope>, clientIDs: Set<String>? = nil) {
         self.name = name
         self.sha256 = sha256
         self.scopes = scopes
+        self.clientIDs = clientIDs
     }
 }

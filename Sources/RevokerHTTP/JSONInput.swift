@@ -2,12 +2,14 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import RevokerStore
 
 /// Strict reading of request input: JSON bodies and query parameters. Every refusal names the
 /// field and the reason, and never repeats a submitted value.
 enum JSONInput {
-    /// The body as a JSON object with only `allowed` keys, at most `limit` bytes.
-    static func object(_ request: Request, limit: Int, allowed: Set<String>) async throws -> [String: Any] {
+    /// The body as a JSON object with only `allowed` keys, at most `limit` bytes, read by
+    /// ``StrictJSON``.
+    static func object(_ request: Request, limit: Int, allowed: Set<String>) async throws -> [String: JSONValue] {
         guard let type = request.headers[.contentType], Self.isJSON(type) else {
             throw APIProblem(.unsupportedMediaType, "The body must be application/json.", field: "Content-Type")
         }
@@ -23,19 +25,19 @@ enum JSONInput {
         guard String(validating: bytes, as: UTF8.self) != nil else {
             throw APIProblem.badRequest("The body is not valid UTF-8.")
         }
-        let parsed: Any
+        let parsed: JSONValue
         do {
-            parsed = try JSONSerialization.jsonObject(with: Data(bytes), options: [])
+            parsed = try StrictJSON.parse(bytes)
         } catch {
-            throw APIProblem.badRequest("The body is not well-formed JSON.")
+            throw APIProblem.badRequest("The body is not well-formed JSON: \(error.reason).")
         }
-        guard let object = parsed as? [String: Any] else {
+        guard case .object(let object) = parsed else {
             throw APIProblem.badRequest("The body must be a JSON object.")
         }
         if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw APIProblem.badRequest(
                 "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).",
-                field: String(unknown.prefix(64))
+                field: String(unknown.unicodeScalars.filter { (0x21...0x7E).contains($0.value) }.prefix(64).map(Character.init))
             )
         }
         return object
@@ -48,20 +50,20 @@ enum JSONInput {
 
     /// A string field: present (when `required`) and a JSON string. Its rules are those of the
     /// value it becomes (``NewRevocation`` for an enqueue).
-    static func string(_ object: [String: Any], _ field: String, required: Bool = false) throws -> String? {
+    static func string(_ object: [String: JSONValue], _ field: String, required: Bool = false) throws -> String? {
         guard let value = try present(object, field) else {
             if required { throw APIProblem.invalid("This field is required.", field: field) }
             return nil
         }
-        guard let text = value as? String else { throw APIProblem.invalid("This field must be a string.", field: field) }
+        guard case .string(let text) = value else { throw APIProblem.invalid("This field must be a string.", field: field) }
         return text
     }
 
     /// The field's value, or nil when it is left out; `null` is refused, as the document has no
     /// nullable input and a null where a credential was meant is more likely a bug than a choice.
-    static func present(_ object: [String: Any], _ field: String) throws -> Any? {
+    static func present(_ object: [String: JSONValue], _ field: String) throws -> JSONValue? {
         guard let value = object[field] else { return nil }
-        guard !(value is NSNull) else { throw APIProblem.invalid("Leave this field out instead of sending null.", field: field) }
+        guard value != .null else { throw APIProblem.invalid("Leave this field out instead of sending null.", field: field) }
         return value
     }
 
@@ -70,19 +72,19 @@ enum JSONInput {
         guard length.contains(text.count) else {
             throw APIProblem.invalid("This field must be \(length.lowerBound) to \(length.upperBound) characters long.", field: field)
         }
-        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw APIProblem.invalid("This field must not contain control characters.", field: field)
+        guard NewRevocation.isVisibleText(text) else {
+            throw APIProblem.invalid(
+                "This field must be visible text: no control, invisible or bidirectional characters, no leading or trailing white space.",
+                field: field
+            )
         }
         return text
     }
 
-    /// An integer field; booleans and fractions are refused.
-    static func integer(_ object: [String: Any], _ field: String) throws -> Int? {
+    /// An integer field, written without a fraction or an exponent.
+    static func integer(_ object: [String: JSONValue], _ field: String) throws -> Int? {
         guard let value = try present(object, field) else { return nil }
-        // JSON booleans arrive as NSNumber too (objCType "c"); `is Bool` would also match 0 and 1.
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
-            let integer = Int(exactly: number.doubleValue), Double(integer) == number.doubleValue
-        else {
+        guard case .number(let text) = value, let integer = Int(text) else {
             throw APIProblem.invalid("This field must be an integer.", field: field)
         }
         return integer

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -51,9 +52,20 @@ public struct RevokerAPI: Sendable {
     /// An application serving the API on the configured address; `onServerRunning` receives the
     /// bound port (configure port 0 for any free one).
     public func application(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(
+        let settings = self.settings
+        return Application(
             router: router(),
-            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "revoker"),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: [RequestTimeouts(headerTimeout: settings.headerTimeout, bodyTimeout: settings.bodyTimeout)],
+                    idleTimeout: TimeAmount(settings.idleTimeout)
+                )
+            ),
+            configuration: .init(
+                address: .hostname(settings.host, port: settings.port),
+                serverName: "revoker",
+                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections, logger: logger)
+            ),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
             logger: logger
         )
@@ -98,7 +110,7 @@ public struct RevokerAPI: Sendable {
     ]
 
     func enqueue(_ request: Request, context: APIRequestContext) async throws -> Response {
-        let actor = try keys.authorize(request, .revocationsWrite)
+        let caller = try keys.authorize(request, .revocationsWrite)
         let body = try await JSONInput.object(request, limit: settings.maxBodyBytes, allowed: Self.enqueueFields)
         guard let clientID = try JSONInput.string(body, "client_id", required: true),
             let reference = try JSONInput.string(body, "external_reference", required: true)
@@ -135,7 +147,8 @@ public struct RevokerAPI: Sendable {
         guard clientIDs.contains(clientID) else {
             throw APIProblem.invalid("No app with this client_id is configured.", field: "client_id")
         }
-        let result = try await queue.enqueue(new, actor: "api:\(actor)")
+        try caller.require(clientID)
+        let result = try await store { [queue] in try await queue.enqueue(new, actor: "api:\(caller.name)") }
         switch result {
         case .created(let created):
             metrics.enqueued()
@@ -147,7 +160,7 @@ public struct RevokerAPI: Sendable {
     }
 
     func list(_ request: Request) async throws -> Response {
-        _ = try keys.authorize(request, .revocationsRead)
+        let caller = try keys.authorize(request, .revocationsRead)
         let query = try QueryInput(request, allowed: ["client_id", "external_reference", "apple_user_id", "state", "created_before", "limit"])
         var state: RevocationState?
         if let name = query.values["state"] {
@@ -156,28 +169,30 @@ public struct RevokerAPI: Sendable {
             }
             state = parsed
         }
-        let requests = try await queue.list(
-            RevocationFilter(
-                clientID: try query.string("client_id"),
-                externalReference: try query.string("external_reference"),
-                appleUserID: try query.string("apple_user_id"),
-                state: state,
-                createdBefore: try query.date("created_before"),
-                limit: try query.integer("limit", range: 1...1000) ?? 100
-            )
+        var filter = RevocationFilter(
+            clientID: try query.string("client_id"),
+            externalReference: try query.string("external_reference"),
+            appleUserID: try query.string("apple_user_id"),
+            state: state,
+            createdBefore: try query.date("created_before"),
+            limit: try query.integer("limit", range: 1...1000) ?? 100
         )
+        if let clientID = filter.clientID { try caller.require(clientID) }
+        filter.clientIDs = caller.filter
+        let requests = try await store { [queue, filter] in try await queue.list(filter) }
         return try Self.json(RevocationList(revocations: requests.map(RevocationView.init)))
     }
 
     func show(_ request: Request, context: APIRequestContext) async throws -> Response {
-        _ = try keys.authorize(request, .revocationsRead)
-        guard let found = try await queue.request(id: try Self.id(context)) else { throw APIProblem.notFound("No revocation with this id.") }
-        return try Self.json(RevocationView(found))
+        let caller = try keys.authorize(request, .revocationsRead)
+        return try Self.json(RevocationView(try await reachableRequest(try Self.id(context), caller)))
     }
 
     func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
-        let actor = try keys.authorize(request, .revocationsWrite)
-        switch try await queue.cancel(id: try Self.id(context), actor: "api:\(actor)") {
+        let caller = try keys.authorize(request, .revocationsWrite)
+        let id = try Self.id(context)
+        if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
+        switch try await store({ [queue] in try await queue.cancel(id: id, actor: "api:\(caller.name)") }) {
         case .cancelled(let cancelled): return try Self.json(RevocationView(cancelled))
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notCancellable(let existing):
@@ -186,8 +201,10 @@ public struct RevokerAPI: Sendable {
     }
 
     func requeue(_ request: Request, context: APIRequestContext) async throws -> Response {
-        let actor = try keys.authorize(request, .admin)
-        switch try await queue.requeueConfigurationFailure(id: try Self.id(context), actor: "api:\(actor)") {
+        let caller = try keys.authorize(request, .admin)
+        let id = try Self.id(context)
+        if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
+        switch try await store({ [queue] in try await queue.requeueConfigurationFailure(id: id, actor: "api:\(caller.name)") }) {
         case .requeued(let requeued): return try Self.json(RevocationView(requeued), status: .accepted)
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notRequeueable(let existing):
@@ -195,6 +212,15 @@ public struct RevokerAPI: Sendable {
                 "Only a revocation that failed as client_misconfigured and still holds its credential can be re-queued; this one is \(existing.state.rawValue)\(existing.outcome.map { "/\($0.rawValue)" } ?? "")."
             )
         }
+    }
+
+    /// The request with this id, when it exists and the caller's key reaches its app; a request
+    /// of another app is not found, so a key does not learn which ids exist elsewhere.
+    func reachableRequest(_ id: UUID, _ caller: APICaller) async throws -> RevocationRequest {
+        guard let found = try await store({ [queue] in try await queue.request(id: id) }), caller.reaches(found.clientID) else {
+            throw APIProblem.notFound("No revocation with this id.")
+        }
+        return found
     }
 
     static func id(_ context: APIRequestContext) throws -> UUID {
@@ -207,7 +233,7 @@ public struct RevokerAPI: Sendable {
     // MARK: Audit
 
     func auditTrail(_ request: Request) async throws -> Response {
-        _ = try keys.authorize(request, .auditRead)
+        let caller = try keys.authorize(request, .auditRead)
         let query = try QueryInput(
             request,
             allowed: ["request_id", "external_reference", "client_id", "apple_user_id", "event", "from", "to", "cursor", "limit"]
@@ -219,7 +245,7 @@ public struct RevokerAPI: Sendable {
             }
             events = [kind]
         }
-        let auditQuery = AuditQuery(
+        var auditQuery = AuditQuery(
             requestID: try query.uuid("request_id"),
             externalReference: try query.string("external_reference"),
             clientID: try query.string("client_id"),
@@ -230,9 +256,11 @@ public struct RevokerAPI: Sendable {
             cursor: try query.string("cursor", length: 1...200),
             limit: try query.integer("limit", range: 1...1000) ?? 100
         )
+        if let clientID = auditQuery.clientID { try caller.require(clientID) }
+        auditQuery.clientIDs = caller.filter
         let page: AuditPage
         do {
-            page = try await audit.query(auditQuery)
+            page = try await store { [audit, auditQuery] in try await audit.query(auditQuery) }
         } catch let error as RevokerStoreError where error.code == .invalidArgument {
             throw APIProblem.badRequest("The cursor is not one this API returned.", field: "cursor")
         }
@@ -281,6 +309,12 @@ public struct RevokerAPI: Sendable {
             headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
         )
+    }
+
+    /// Runs one database call of a request under ``HTTPSettings/databaseTimeout``: a client
+    /// learns of an unreachable database (503) before its own timeout gives up.
+    func store<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withDeadline(settings.databaseTimeout, body)
     }
 
     // MARK: Encoding

@@ -24,6 +24,8 @@ struct APIHarness: Sendable {
         let reader = Self.make()
         let auditor = Self.make()
         let admin = Self.make()
+        /// Every scope but admin, for the notes app only.
+        let notesOnly = Self.make()
 
         static func make() -> String { "rvk_test_" + UUID().uuidString }
 
@@ -35,6 +37,10 @@ struct APIHarness: Sendable {
                 ["name": "support", "sha256": Self.hash(reader), "scopes": ["revocations:read"]],
                 ["name": "compliance", "sha256": Self.hash(auditor), "scopes": ["audit:read"]],
                 ["name": "ops", "sha256": Self.hash(admin), "scopes": ["admin"]],
+                [
+                    "name": "notes-backend", "sha256": Self.hash(notesOnly), "scopes": ["revocations:write", "revocations:read", "audit:read"],
+                    "client_ids": ["com.example.notes"],
+                ],
             ]
         }
     }
@@ -42,11 +48,13 @@ struct APIHarness: Sendable {
     static func with<T: Sendable>(
         runWorker: Bool = false,
         worker settings: [String: any Sendable] = ["poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1],
+        http overrides: [String: any Sendable] = [:],
+        server: String? = nil,
         _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let keys = Keys()
-        let http: [String: any Sendable] = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration]
-        return try await RevokerTestStack.with(worker: settings, http: http, serving: runWorker ? [.api, .worker] : .api) { stack in
+        let http = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration].merging(overrides) { $1 }
+        return try await RevokerTestStack.with(worker: settings, http: http, server: server, serving: runWorker ? [.api, .worker] : .api) { stack in
             try await body(APIHarness(stack: stack, baseURL: stack.apiBaseURL ?? "", keys: keys))
         }
     }
@@ -68,7 +76,8 @@ struct APIHarness: Sendable {
         json: [String: Any]? = nil,
         body: Data? = nil,
         contentType: String? = "application/json",
-        accept: String? = nil
+        accept: String? = nil,
+        timeout: TimeAmount = .seconds(30)
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
@@ -79,7 +88,7 @@ struct APIHarness: Sendable {
             if let contentType { request.headers.add(name: "Content-Type", value: contentType) }
             request.body = .bytes(ByteBuffer(bytes: payload))
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         let answer = Answer(status: Int(response.status.code), headers: response.headers, body: Data(bytes.readableBytesView))
         try stack.expectNoSecrets(in: answer.text)

@@ -42,6 +42,10 @@ public struct AuditLog: Sendable {
             binds.append(value)
             sql += " AND client_id = \(next())"
         }
+        if let value = query.clientIDs {
+            binds.append(value)
+            sql += " AND client_id = ANY(\(next())::text[])"
+        }
         if let value = query.appleUserID {
             binds.append(value)
             sql += " AND apple_user_id = \(next())"

@@ -10,6 +10,8 @@ public struct AuditQuery: Sendable, Hashable {
     public var externalReference: String?
     /// Only events of this app.
     public var clientID: String?
+    /// Only events of these apps (an API key's limit), when set.
+    public var clientIDs: [String]?
     /// Only events with this Apple user id.
     public var appleUserID: String?
     /// Inclusive lower bound of `occurred_at`.

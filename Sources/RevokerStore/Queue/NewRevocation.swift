@@ -3,7 +3,7 @@ import Foundation
 /// A request to revoke an Apple grant, as handed to ``RevocationQueue/enqueue(_:actor:)``.
 ///
 /// Its rules live here and nowhere else: the HTTP API, the command line and the Swift API all
-/// build one, so a value that exists is valid. `revoker.enqueue_revocation` (migration 0002)
+/// build one, so a value that exists is valid. `revoker.enqueue_revocation` (migration 0003)
 /// enforces the same limits for the SQL path.
 public struct NewRevocation: Sendable, CustomStringConvertible {
     /// The app's Services ID / bundle id used as `client_id` with Apple.
@@ -72,9 +72,36 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
     }
 
     private static func checkIdentifier(_ text: String, _ field: Field) throws(Invalid) {
-        guard identifierLength.contains(text.count), !hasControlCharacters(text) else {
-            throw Invalid(field, "must be \(identifierLength.lowerBound) to \(identifierLength.upperBound) characters without control characters")
+        guard identifierLength.contains(text.count), isVisibleText(text) else {
+            throw Invalid(
+                field,
+                "must be \(identifierLength.lowerBound) to \(identifierLength.upperBound) characters of visible text: no control, invisible or bidirectional characters, no leading or trailing white space"
+            )
         }
+    }
+
+    /// Characters an identifier must not hold: controls, invisible formatting (zero-width
+    /// characters, soft hyphen, BOM), bidirectional overrides and isolates, line and paragraph
+    /// separators, interlinear annotations, tags and private use. An explicit list, not
+    /// Unicode's categories, so that it cannot drift with a Unicode update and reads the same
+    /// in `revoker.enqueue_revocation` (migration 0003; a test holds the two equal).
+    public static let refusedCharacters: [ClosedRange<UInt32>] = [
+        0x00...0x1F, 0x7F...0x9F, 0xAD...0xAD, 0x061C...0x061C, 0x180E...0x180E, 0x200B...0x200F, 0x2028...0x202E,
+        0x2060...0x206F, 0xFEFF...0xFEFF, 0xFFF9...0xFFFB, 0xE000...0xF8FF, 0xE0000...0xE007F, 0xF0000...0x10FFFF,
+    ]
+    /// White space an identifier must neither start nor end with (so neither can it be only
+    /// white space); the controls among it are refused anywhere.
+    public static let edgeWhiteSpace: [ClosedRange<UInt32>] = [
+        0x20...0x20, 0xA0...0xA0, 0x1680...0x1680, 0x2000...0x200A, 0x202F...0x202F, 0x205F...0x205F, 0x3000...0x3000,
+    ]
+
+    /// Whether `text` is visible text as identifiers must be: see ``refusedCharacters`` and
+    /// ``edgeWhiteSpace``.
+    public static func isVisibleText(_ text: String) -> Bool {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.first, let last = scalars.last else { return false }
+        func within(_ ranges: [ClosedRange<UInt32>], _ scalar: Unicode.Scalar) -> Bool { ranges.contains { $0.contains(scalar.value) } }
+        return !within(edgeWhiteSpace, first) && !within(edgeWhiteSpace, last) && !scalars.contains { within(refusedCharacters, $0) }
     }
 
     private static func hasControlCharacters(_ text: String) -> Bool {

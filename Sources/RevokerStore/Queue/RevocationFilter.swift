@@ -4,6 +4,8 @@ import Foundation
 public struct RevocationFilter: Sendable, Hashable {
     /// Only this app.
     public var clientID: String?
+    /// Only these apps (an API key's limit), when set.
+    public var clientIDs: [String]?
     /// Only this external reference.
     public var externalReference: String?
     /// Only this Apple user id.

@@ -71,6 +71,10 @@ extension RevocationQueue {
             binds.append(value)
             sql += " AND r.client_id = $\(binds.count)"
         }
+        if let value = filter.clientIDs {
+            binds.append(value)
+            sql += " AND r.client_id = ANY($\(binds.count)::text[])"
+        }
         if let value = filter.externalReference {
             binds.append(value)
             sql += " AND r.external_reference = $\(binds.count)"
