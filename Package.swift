@@ -310,7 +310,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RevokerStoreTests",
-            dependencies: ["RevokerStore", "RevokerLocalStack", "RevokerTesting"],
+            dependencies: ["RevokerConfiguration", "RevokerStore", "RevokerLocalStack", "RevokerTesting"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -74,14 +74,23 @@ public struct RevokerApp: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.database = PostgresClient(configuration: settings, backgroundLogger: logger)
-        self.queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+        self.queue = RevocationQueue(client: database, sealer: configuration.sealer, logger: logger)
         self.metrics = PrometheusCollectorRegistry()
         (self.ports, self.portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         self.servesAPI = parts.contains(.api)
+        // A serving process makes the SQL path match its configuration; one-shot commands,
+        // which may run with a partial configuration, leave it alone.
+        let queue = self.queue
+        let clientIDs = Array(configuration.apps.keys)
+        var publish: (@Sendable () async throws -> Void)?
+        if !parts.isEmpty {
+            publish = { @Sendable in try await queue.publishSQLIntake(clientIDs: clientIDs) }
+        }
         self.startup = StartupCheck(
             database: database,
             place: "\(settings.host ?? "?"):\(settings.port ?? 0)",
             requireCurrentSchema: requireCurrentSchema,
+            publish: publish,
             logger: logger
         )
 

@@ -9,6 +9,8 @@ public struct StartupCheck: Sendable {
     /// `host:port`, for messages; never the password.
     let place: String
     let requireCurrentSchema: Bool
+    /// Run once the schema is current: registers the apps and intake keys of the SQL path.
+    var publish: (@Sendable () async throws -> Void)? = nil
     let logger: Logger
 
     /// How long a person waits for an unreachable database (the pool alone retries for a minute).
@@ -19,6 +21,13 @@ public struct StartupCheck: Sendable {
         try await reach()
         if requireCurrentSchema, try await !schemaIsCurrent() {
             throw RevokerAppError(.schemaNotCurrent, "The database schema is not current; run `revoker migrate` first.")
+        }
+        if let publish {
+            do {
+                try await publish()
+            } catch {
+                throw RevokerAppError(.database, "Cannot register the apps and intake keys of the SQL path (\(Self.describe(error))).")
+            }
         }
     }
 

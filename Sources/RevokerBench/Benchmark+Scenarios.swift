@@ -124,7 +124,7 @@ extension Benchmark {
         try await withStage { stage in
             let queue = RevocationQueue(
                 client: stage.database.client,
-                sealer: CredentialSealer(keyring: stage.configuration.keyring),
+                sealer: stage.configuration.sealer,
                 logger: logger
             )
             var problems: [String] = []

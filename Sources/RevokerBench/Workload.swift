@@ -72,7 +72,7 @@ enum EnqueuePath: String, CaseIterable, Sendable {
         let started = ContinuousClock.now
         switch self {
         case .swift:
-            let queue = RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+            let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             _ = try await concurrently(grants.count, width: width) { index in
                 _ = try await queue.enqueue(grants[index].newRevocation(), actor: "bench")
             }

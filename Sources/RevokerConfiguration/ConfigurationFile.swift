@@ -8,6 +8,7 @@ struct ConfigurationFile: Decodable {
     var databaseURL: String?
     var appleBaseURL: String?
     var sealingKeysFile: String?
+    var intakeKeysFile: String?
     var apps: [AppEntry] = []
     var worker: WorkerEntry?
     var http: HTTPEntry?
@@ -16,6 +17,7 @@ struct ConfigurationFile: Decodable {
         case databaseURL = "database_url"
         case appleBaseURL = "apple_base_url"
         case sealingKeysFile = "sealing_keys_file"
+        case intakeKeysFile = "intake_keys_file"
         case apps, worker, http
     }
 
@@ -26,6 +28,7 @@ struct ConfigurationFile: Decodable {
         databaseURL = try container.decodeIfPresent(String.self, forKey: .databaseURL)
         appleBaseURL = try container.decodeIfPresent(String.self, forKey: .appleBaseURL)
         sealingKeysFile = try container.decodeIfPresent(String.self, forKey: .sealingKeysFile)
+        intakeKeysFile = try container.decodeIfPresent(String.self, forKey: .intakeKeysFile)
         apps = try container.decodeIfPresent([AppEntry].self, forKey: .apps) ?? []
         worker = try container.decodeIfPresent(WorkerEntry.self, forKey: .worker)
         http = try container.decodeIfPresent(HTTPEntry.self, forKey: .http)

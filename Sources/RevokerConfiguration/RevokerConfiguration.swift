@@ -23,6 +23,14 @@ public struct RevokerConfiguration: Sendable {
     public var worker: WorkerSettings
     /// The HTTP API.
     public var http: HTTPSettings = .init()
+    /// The intake keys (RSA) of the SQL enqueue path: the first is published for
+    /// `revoker.enqueue_revocation` to encrypt to, all of them open what it wrote.
+    public var intakeKeys: [IntakeKey] = []
+    /// What is unsafe but usable, such as a key file others may read; `--strict` refuses it.
+    public var warnings: [String] = []
+
+    /// Seals with ``keyring`` and opens the SQL intake with ``intakeKeys``.
+    public var sealer: CredentialSealer { CredentialSealer(keyring: keyring, intakeKeys: intakeKeys) }
 
     /// The database connection settings parsed from ``databaseURL``.
     public func databaseConfiguration() throws -> PostgresClient.Configuration {
@@ -56,6 +64,7 @@ extension RevokerConfiguration {
         public static let appleBaseURL = "REVOKER_APPLE_BASE_URL"
         public static let sealingKeys = "REVOKER_SEALING_KEYS"
         public static let sealingKeysFile = "REVOKER_SEALING_KEYS_FILE"
+        public static let intakeKeysFile = "REVOKER_INTAKE_KEYS_FILE"
         public static let clientID = "APPLE_CLIENT_ID"
         public static let teamID = "APPLE_TEAM_ID"
         public static let keyID = "APPLE_KEY_ID"
@@ -77,8 +86,15 @@ extension RevokerConfiguration {
     }
 
     /// Loads the configuration from `file` (or `$REVOKER_CONFIG`) and the environment.
-    /// Only what `needs` names must be present; everything present is checked.
-    public static func load(file: String?, environment: [String: String], needs: Needs = .all) throws -> RevokerConfiguration {
+    /// Only what `needs` names must be present; everything present is checked. With `strict`,
+    /// what would be a warning (a key file others may read) is an error.
+    public static func load(
+        file: String?,
+        environment: [String: String],
+        needs: Needs = .all,
+        strict: Bool = false
+    ) throws -> RevokerConfiguration {
+        var secretFiles = SecretFiles()
         let path = file ?? environment[Variable.configFile].flatMap { $0.isEmpty ? nil : $0 }
         let document = try path.map(ConfigurationFile.read) ?? ConfigurationFile()
         let source = path.map { "the configuration file '\($0)'" }
@@ -106,15 +122,25 @@ extension RevokerConfiguration {
         }
 
         let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring))
+        if let path = environment[Variable.sealingKeysFile].flatMap({ $0.isEmpty ? nil : $0 }) ?? document.sealingKeysFile,
+            environment[Variable.sealingKeys]?.isEmpty ?? true
+        {
+            secretFiles.check(path, holding: "the sealing keys")
+        }
+        let intakeKeysFile = environment[Variable.intakeKeysFile].flatMap { $0.isEmpty ? nil : $0 } ?? document.intakeKeysFile
+        let intakeKeys = try intakeKeysFile.map(loadIntakeKeys) ?? []
+        if let intakeKeysFile { secretFiles.check(intakeKeysFile, holding: "the intake keys") }
 
         var apps: [String: AppleAppSettings] = [:]
         for (index, entry) in document.apps.enumerated() {
             let app = try entry.load(where: "app \(index + 1) (\(entry.clientID ?? "no client_id")) in \(source ?? "the configuration file")")
+            if let path = entry.privateKeyFile { secretFiles.check(path, holding: "the Apple key of \(app.apple.clientID)") }
             guard apps[app.apple.clientID] == nil else {
                 throw ConfigurationError("The client_id '\(app.apple.clientID)' appears twice in \(source ?? "the configuration file").")
             }
             apps[app.apple.clientID] = app
         }
+        if let path = environment[Variable.privateKeyFile], !path.isEmpty { secretFiles.check(path, holding: "the Apple key") }
         if let app = try environmentApp(environment) {
             apps[app.apple.clientID] = app
         }
@@ -145,7 +171,32 @@ extension RevokerConfiguration {
             }
             configuration.http.port = port
         }
+        configuration.intakeKeys = intakeKeys
+        configuration.warnings = secretFiles.warnings
+        if strict, !secretFiles.warnings.isEmpty {
+            throw ConfigurationError(secretFiles.warnings.joined(separator: " ") + " (--strict refuses this)")
+        }
         return configuration
+    }
+
+    /// Reads one or more PEM RSA private keys; the first is the current one.
+    private static func loadIntakeKeys(_ path: String) throws -> [IntakeKey] {
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError("The intake key file '\(path)' cannot be read (\(Variable.intakeKeysFile) or \"intake_keys_file\").")
+        }
+        let blocks = text.components(separatedBy: "-----BEGIN ").dropFirst().map { "-----BEGIN " + $0 }
+        guard !blocks.isEmpty else {
+            throw ConfigurationError("The intake key file '\(path)' holds no PEM key; `revoker keygen --intake` writes one.")
+        }
+        var keys: [IntakeKey] = []
+        for (index, block) in blocks.enumerated() {
+            do {
+                keys.append(try IntakeKey(pemRepresentation: block.trimmingCharacters(in: .whitespacesAndNewlines)))
+            } catch {
+                throw ConfigurationError("Key \(index + 1) in the intake key file '\(path)' is unusable: \(error).")
+            }
+        }
+        return keys
     }
 
     private static func loadKeyring(environment: [String: String], document: ConfigurationFile, required: Bool) throws -> CredentialKeyring? {

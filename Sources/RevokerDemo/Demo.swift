@@ -119,7 +119,7 @@ public struct Demo: Sendable {
                         clientSecretLifetime: configuration.worker.clientSecretLifetime,
                         client: client
                     )
-                    let queue = RevocationQueue(client: database, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+                    let queue = RevocationQueue(client: database, sealer: configuration.sealer, logger: logger)
                     for index in scenarios.indices {
                         let scenario = scenarios[index]
                         let clientID = files.apps[scenario.app].clientID

@@ -24,7 +24,7 @@ public struct LocalAppFiles: Sendable {
         privateKeyPEM = key.pemRepresentation
         publicKeyPEM = key.publicKey.pemRepresentation
         let file = directory.appendingPathComponent("AuthKey_\(keyID)_\(clientID).p8")
-        try Data(privateKeyPEM.utf8).write(to: file)
+        try writeSecret(privateKeyPEM, to: file.path)
         privateKeyFile = file.path
     }
 
@@ -41,6 +41,7 @@ public struct LocalConfiguration: Sendable {
     public let directory: URL
     public let configFile: String
     public let sealingKeysFile: String
+    public let intakeKeysFile: String
     public let apps: [LocalAppFiles]
 
     /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them.
@@ -50,13 +51,22 @@ public struct LocalConfiguration: Sendable {
         self.directory = directory
         apps = try clientIDs.map { try LocalAppFiles(clientID: $0, directory: directory) }
         sealingKeysFile = directory.appendingPathComponent("sealing-keys").path
-        try Data((try CredentialKeyring.generateEntry(keyID: "k1") + "\n").utf8).write(to: URL(fileURLWithPath: sealingKeysFile))
+        try writeSecret(try CredentialKeyring.generateEntry(keyID: "k1") + "\n", to: sealingKeysFile)
+        intakeKeysFile = directory.appendingPathComponent("intake-keys.pem").path
+        try writeSecret(try Self.intakeKey().pemRepresentation + "\n", to: intakeKeysFile)
         configFile = directory.appendingPathComponent("revoker.json").path
-        var document: [String: Any] = ["sealing_keys_file": sealingKeysFile, "apps": apps.map { $0.configurationEntry() }]
+        var document: [String: Any] = [
+            "sealing_keys_file": sealingKeysFile, "intake_keys_file": intakeKeysFile, "apps": apps.map { $0.configurationEntry() },
+        ]
         if !worker.isEmpty { document["worker"] = worker }
         if !http.isEmpty { document["http"] = http }
         try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: configFile))
     }
+
+    /// One RSA key for every local configuration of a process: generating one per test stack
+    /// would cost more than the tests themselves.
+    static func intakeKey() throws -> IntakeKey { try sharedIntakeKey.get() }
+    private static let sharedIntakeKey = Result { try IntakeKey.generate() }
 
     /// The environment for a `revoker` process using this configuration, the database and the sandbox.
     public func environment(databaseURL: String, appleBaseURL: String) -> [String: String] {
@@ -75,5 +85,12 @@ extension LocalAppFiles {
     /// The public half of a key nobody configured, to make Apple reject an app's secrets.
     public static func otherPublicKeyPEM() -> String {
         P256.Signing.PrivateKey().publicKey.pemRepresentation
+    }
+}
+
+/// Writes a secret readable by its owner only, as `--strict` expects.
+func writeSecret(_ text: String, to path: String) throws {
+    guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+        throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
     }
 }

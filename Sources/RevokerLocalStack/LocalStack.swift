@@ -50,6 +50,9 @@ public struct LocalStack: Sendable {
                     file: files.configFile,
                     environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
                 )
+                // As `revoker migrate` would: the SQL path accepts these apps and encrypts to this intake key.
+                try await RevocationQueue(client: database.client, sealer: configuration.sealer, logger: logger)
+                    .publishSQLIntake(clientIDs: configuration.apps.keys)
                 return try await body(LocalStack(database: database, sandbox: sandbox, files: files, configuration: configuration))
             }
         }

@@ -67,7 +67,7 @@ public struct RevokerTestStack: Sendable {
             let (database, sandbox, files, configuration) = (local.database, local.sandbox, local.files, local.configuration)
             let logs = CapturingLogHandler.Storage()
             let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)
-            let queue = RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+            let queue = RevocationQueue(client: database.client, sealer: configuration.sealer, logger: logger)
             func stack(apiPort: Int?) -> RevokerTestStack {
                 RevokerTestStack(
                     database: database,

@@ -57,6 +57,26 @@ struct CheckKeygenCommandTests {
         #expect(result.stderr.contains("check passed"))
     }
 
+    @Test("a key file other users may read is a warning, and --strict refuses it")
+    func keyFilesOthersMayRead() async throws {
+        let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
+        defer { try? FileManager.default.removeItem(at: configuration.directory) }
+        let files = [configuration.sealingKeysFile, configuration.intakeKeysFile, configuration.apps[0].privateKeyFile]
+        let strict = try await RevokerProcess.run(["check", "--strict", "--config", configuration.configFile], environment: [:])
+        #expect(strict.status == 0, "owner-only files pass --strict: \(strict.stderr)")
+        for file in files { try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file) }
+
+        let warned = try await RevokerProcess.run(["check", "--config", configuration.configFile], environment: [:])
+        #expect(warned.status == 0, "\(warned.stderr)")
+        for file in files {
+            #expect(warned.stderr.contains("warning: The file '\(file)'"), "\(warned.stderr)")
+        }
+        let refused = try await RevokerProcess.run(["check", "--strict", "--config", configuration.configFile], environment: [:])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains(configuration.sealingKeysFile) && refused.stderr.contains("--strict"), "\(refused.stderr)")
+        Self.expectNoKeyMaterial(refused, configuration)
+    }
+
     @Test("check --online passes for registered apps and fails with exit 1 for an app Apple does not know")
     func online() async throws {
         try await RunningSandbox.with { sandbox in

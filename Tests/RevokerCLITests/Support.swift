@@ -90,7 +90,12 @@ struct CLIFixture: Sendable {
     /// A queue on the test database, sealing with the configuration's keyring.
     func queue() throws -> RevocationQueue {
         let keys = try String(contentsOfFile: configuration.sealingKeysFile, encoding: .utf8)
-        return RevocationQueue(client: database.client, sealer: CredentialSealer(keyring: try CredentialKeyring(parsing: keys)), logger: Self.logger)
+        let intake = try IntakeKey(pemRepresentation: try String(contentsOfFile: configuration.intakeKeysFile, encoding: .utf8))
+        return RevocationQueue(
+            client: database.client,
+            sealer: CredentialSealer(keyring: try CredentialKeyring(parsing: keys), intakeKeys: [intake]),
+            logger: Self.logger
+        )
     }
 
     /// Every private key's PEM body line, to search output for.

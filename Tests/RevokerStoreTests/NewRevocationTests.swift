@@ -41,6 +41,15 @@ struct NewRevocationTests {
         Case(name: "reference with a C1 control", field: .externalReference, reference: "user\u{85}"),
         Case(name: "empty reference", field: .externalReference, reference: ""),
         Case(name: "apple_user_id with a tab", field: .appleUserID, appleUserID: "000123\t.abc"),
+        Case(name: "reference of white space only", field: .externalReference, reference: "   "),
+        Case(name: "reference of a lone zero-width space", field: .externalReference, reference: "\u{200B}"),
+        Case(name: "reference with a right-to-left override", field: .externalReference, reference: "user\u{202E}kcatta"),
+        Case(name: "reference with a line separator", field: .externalReference, reference: "user\u{2028}2"),
+        Case(name: "reference with a trailing no-break space", field: .externalReference, reference: "user\u{A0}"),
+        Case(name: "reference with a byte order mark", field: .externalReference, reference: "\u{FEFF}user"),
+        Case(name: "reference with a private-use character", field: .externalReference, reference: "user\u{F8FF}"),
+        Case(name: "reference with a tag character", field: .externalReference, reference: "user\u{E0041}"),
+        Case(name: "client_id with a leading space", field: .clientID, clientID: " com.example.app"),
         Case(name: "credential with a space", field: .credential, secret: "two words"),
         Case(name: "credential beyond ASCII", field: .credential, secret: "tok-\u{E4}-1"),
         Case(name: "credential of 8193 bytes", field: .credential, secret: String(repeating: "t", count: 8193)),
@@ -102,7 +111,8 @@ struct NewRevocationTests {
                     logger: logger
                 ).collect().first?.decode(UUID.self)
             )
-            #expect(try await Migrator(client: db.client, logger: logger).migrate() == [2])
+            let second = Array(Migration.all.prefix(2))
+            #expect(try await Migrator(client: db.client, logger: logger, migrations: second).migrate() == [2])
             let rows = try await db.client.query("SELECT max_attempts FROM revoker.revocation_requests WHERE id = \(id)", logger: logger).collect()
             #expect(try rows.first?.decode(Int.self) == 100)
             await #expect(throws: PSQLError.self) {

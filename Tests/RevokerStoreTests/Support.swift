@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting
@@ -21,7 +22,13 @@ enum Fixtures {
         _ body: (ScratchDatabase, RevocationQueue) async throws -> R
     ) async throws -> R {
         try await RevokerTestStack.with(clientIDs: ["com.example.app"]) { stack in
-            let queue = RevocationQueue(client: stack.database.client, sealer: try sealer ?? self.sealer(), logger: logger)
+            // The stack's intake key opens what the SQL function encrypted.
+            let keyring = try (sealer ?? self.sealer()).keyring
+            let queue = RevocationQueue(
+                client: stack.database.client,
+                sealer: CredentialSealer(keyring: keyring, intakeKeys: stack.configuration.intakeKeys),
+                logger: logger
+            )
             return try await body(stack.database, queue)
         }
     }

@@ -90,22 +90,39 @@ public enum AuditExport {
         record.exportValues.map { csvField($0 ?? "") }.joined(separator: ",") + "\r\n"
     }
 
-    /// One CSV field per RFC 4180, neutralised against spreadsheet formula injection.
+    /// One CSV field per RFC 4180, safe to open in a spreadsheet (OWASP's CSV-injection advice).
     ///
-    /// A value starting with `=`, `+`, `-`, `@`, a tab or a carriage return would be run as a
-    /// formula by spreadsheet programs; it gets a leading `'` (OWASP's advice). A value with
-    /// a comma, a double quote, a line break or a leading or trailing space is quoted, inner
-    /// quotes doubled.
+    /// Control, invisible-formatting and separator characters (ESC, CR, LF, tab, bidirectional
+    /// overrides, U+2028) are written as `\uXXXX`, so a stored value can neither break a row
+    /// nor drive a terminal. A value whose first visible character would start a formula (`=`,
+    /// `+`, `-`, `@`, or their full-width forms) gets a leading `'`. A value with a comma, a
+    /// double quote or a space at either end is quoted, inner quotes doubled.
     public static func csvField(_ value: String) -> String {
-        var field = value
-        if let first = field.unicodeScalars.first, ["=", "+", "-", "@", "\t", "\r"].contains(first) {
+        var field = ""
+        for scalar in value.unicodeScalars {
+            if visibleEscapes(scalar) {
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                field += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            } else {
+                field.unicodeScalars.append(scalar)
+            }
+        }
+        let formulaStarts: Set<Unicode.Scalar> = ["=", "+", "-", "@", "\u{FF1D}", "\u{FF0B}", "\u{FF0D}", "\u{FF20}"]
+        if let first = field.unicodeScalars.first(where: { !$0.properties.isWhitespace }), formulaStarts.contains(first) {
             field = "'" + field
         }
-        let needsQuotes =
-            field.contains { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
-            || field.hasPrefix(" ") || field.hasSuffix(" ")
+        let needsQuotes = field.contains { $0 == "," || $0 == "\"" } || field.hasPrefix(" ") || field.hasSuffix(" ")
         guard needsQuotes else { return field }
         return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// Characters human-facing output shows escaped: controls, invisible formatting and line or
+    /// paragraph separators.
+    static func visibleEscapes(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
     }
 
     /// One record as a single-line JSON object with every key of ``AuditRecord/exportColumns``

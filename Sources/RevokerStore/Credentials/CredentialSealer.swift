@@ -10,10 +10,34 @@ public struct CredentialSealer: Sendable {
 
     /// The keyring used.
     public let keyring: CredentialKeyring
+    /// The intake keys: the first is published for `revoker.enqueue_revocation` to encrypt to;
+    /// all of them open what it wrote.
+    public let intakeKeys: [IntakeKey]
 
     /// Creates a sealer.
-    public init(keyring: CredentialKeyring) {
+    public init(keyring: CredentialKeyring, intakeKeys: [IntakeKey] = []) {
         self.keyring = keyring
+        self.intakeKeys = intakeKeys
+    }
+
+    /// Opens a credential `revoker.enqueue_revocation` encrypted to intake key `keyID`.
+    public func openIntake(_ message: [UInt8], keyID: String, kind: CredentialKind) throws(RevokerStoreError) -> Credential {
+        guard let key = intakeKeys.first(where: { $0.id == keyID }) else {
+            throw RevokerStoreError(
+                .unknownKeyID,
+                "the intake credential is encrypted to intake key '\(CredentialKeyring.printable(keyID))', which is not configured"
+            )
+        }
+        do {
+            guard let secret = String(validating: try key.open(message), as: UTF8.self) else {
+                throw RevokerStoreError(.unsealFailed, "the opened intake credential is not UTF-8")
+            }
+            return Credential(kind: kind, secret: secret)
+        } catch let error as RevokerStoreError {
+            throw error
+        } catch {
+            throw RevokerStoreError(.unsealFailed, "the intake credential could not be opened (\(error))")
+        }
     }
 
     /// Seals `credential` for request `requestID` with the current key.

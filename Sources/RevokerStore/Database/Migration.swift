@@ -35,5 +35,10 @@ public struct Migration: Sendable, Hashable {
             name: "0002_new_revocation_limits",
             sql: String(decoding: PackageResources._002_new_revocation_limits_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 3,
+            name: "0003_sql_path_hardening",
+            sql: String(decoding: PackageResources._003_sql_path_hardening_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -49,7 +49,7 @@ extension RevocationQueue {
                     ), audit AS (
                         \(unescaped: AuditWriter.insert(from: "claimed_events"))
                     )
-                    SELECT claimed.*, i.credential AS intake_credential
+                    SELECT claimed.*, i.credential AS intake_credential, i.key_id AS intake_key_id, i.sealed AS intake_sealed
                     FROM claimed LEFT JOIN revoker.credential_intake i ON i.request_id = claimed.id
                     ORDER BY (claimed.credential_kind <> 'authorization_code'), claimed.run_after, claimed.id
                     """,
@@ -62,7 +62,11 @@ extension RevocationQueue {
                     let cells = row.makeRandomAccess()
                     let sealedBytes = try cells["sealed_credential"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
                     let keyID = try cells["credential_key_id"].decode(String?.self)
-                    let intake = try cells["intake_credential"].decode(String?.self)
+                    let intake = try IntakeRow(
+                        credential: cells["intake_credential"].decode(String?.self),
+                        keyID: cells["intake_key_id"].decode(String?.self),
+                        sealed: cells["intake_sealed"].decode(ByteBuffer?.self)
+                    )
                     let credential: Credential
                     do {
                         if let sealedBytes, let keyID {
@@ -72,7 +76,7 @@ extension RevocationQueue {
                                 kind: request.credentialKind
                             )
                         } else if let intake {
-                            credential = Credential(kind: request.credentialKind, secret: intake)
+                            credential = try self.open(intake, kind: request.credentialKind)
                             try await self.sealIntakeRow(id: request.id, credential: credential, on: connection)
                         } else {
                             throw RevokerStoreError(.unexpectedData, "the request has no stored credential")

@@ -9,11 +9,11 @@ extension RevocationQueue {
     public func sealIntake(batch: Int = 500) async throws -> Int {
         var total = 0
         while true {
-            let sealed: Int = try await StoreDatabase.run(self.logger) {
+            let (read, sealed): (Int, Int) = try await StoreDatabase.run(self.logger) {
                 try await self.client.withTransaction(logger: self.logger) { connection in
                     let rows = try await connection.query(
                         """
-                        SELECT i.request_id, i.credential, r.credential_kind
+                        SELECT i.request_id, i.credential, i.key_id, i.sealed, r.credential_kind
                         FROM revoker.credential_intake i JOIN revoker.revocation_requests r ON r.id = i.request_id
                         ORDER BY i.created_at
                         LIMIT \(batch)
@@ -21,18 +21,34 @@ extension RevocationQueue {
                         """,
                         logger: self.logger
                     ).collect()
+                    var opened = 0
                     for row in rows {
-                        let (id, secret, rawKind) = try row.decode((UUID, String, String).self)
-                        guard let kind = CredentialKind(rawValue: rawKind) else {
-                            throw RevokerStoreError(.unexpectedData, "unknown credential kind in the database")
+                        let (id, plaintext, keyID, sealed, rawKind) = try row.decode((UUID, String?, String?, ByteBuffer?, String).self)
+                        guard let kind = CredentialKind(rawValue: rawKind),
+                            let intake = IntakeRow(credential: plaintext, keyID: keyID, sealed: sealed)
+                        else {
+                            throw RevokerStoreError(.unexpectedData, "unknown credential kind or an empty intake row in the database")
                         }
-                        try await self.sealIntakeRow(id: id, credential: Credential(kind: kind, secret: secret), on: connection)
+                        let credential: Credential
+                        do {
+                            credential = try self.open(intake, kind: kind)
+                        } catch let error as RevokerStoreError {
+                            // Left for the claim, which defers the request and says why.
+                            self.logger.error(
+                                "Intake credential cannot be opened",
+                                metadata: ["revoker.request.id": "\(id)", "revoker.error.code": "\(error.code)"]
+                            )
+                            continue
+                        }
+                        try await self.sealIntakeRow(id: id, credential: credential, on: connection)
+                        opened += 1
                     }
-                    return rows.count
+                    return (rows.count, opened)
                 }
             }
             total += sealed
-            if sealed < batch { break }
+            // A row no key opens stays; a batch of only such rows must not loop.
+            if read < batch || sealed == 0 { break }
         }
         if total > 0 {
             self.logger.debug("Sealed intake credentials", metadata: ["revoker.count": "\(total)"])
@@ -58,5 +74,72 @@ extension RevocationQueue {
             on: connection,
             logger: self.logger
         )
+    }
+}
+
+/// A credential waiting in the SQL intake: plaintext (written before migration 0003) or
+/// encrypted by `revoker.enqueue_revocation` to an intake key.
+struct IntakeRow {
+    enum Form {
+        case plaintext(String)
+        case encrypted(keyID: String, message: [UInt8])
+    }
+
+    let form: Form
+
+    /// Nil when the row holds neither form (the table's check forbids it).
+    init?(credential: String?, keyID: String?, sealed: ByteBuffer?) {
+        if let sealed, let keyID {
+            form = .encrypted(keyID: keyID, message: Array(sealed.readableBytesView))
+        } else if let credential {
+            form = .plaintext(credential)
+        } else {
+            return nil
+        }
+    }
+}
+
+extension RevocationQueue {
+    func open(_ intake: IntakeRow, kind: CredentialKind) throws(RevokerStoreError) -> Credential {
+        switch intake.form {
+        case .plaintext(let secret): return Credential(kind: kind, secret: secret)
+        case .encrypted(let keyID, let message): return try sealer.openIntake(message, keyID: keyID, kind: kind)
+        }
+    }
+
+    /// Makes the SQL enqueue path match this process's configuration: `clientIDs` become the
+    /// apps `revoker.enqueue_revocation` accepts (others are removed; none given changes
+    /// nothing), and the intake keys' public halves are published, the first as the one to
+    /// encrypt to.
+    public func publishSQLIntake(clientIDs: some Collection<String>) async throws {
+        let keys = sealer.intakeKeys
+        try await StoreDatabase.run(self.logger) {
+            try await self.client.withTransaction(logger: self.logger) { connection in
+                // A process configured without apps (`migrate` with a database URL alone) leaves the list as it is.
+                let apps = Array(clientIDs)
+                if !apps.isEmpty {
+                    try await connection.run("DELETE FROM revoker.apps WHERE client_id <> ALL(\(apps)::text[])", logger: self.logger)
+                    try await connection.run(
+                        "INSERT INTO revoker.apps (client_id) SELECT unnest(\(apps)::text[]) ON CONFLICT (client_id) DO NOTHING",
+                        logger: self.logger
+                    )
+                }
+                guard let current = keys.first else { return }
+                try await connection.run(
+                    "UPDATE revoker.intake_keys SET is_current = false WHERE is_current AND key_id <> \(current.id)",
+                    logger: self.logger
+                )
+                for key in keys {
+                    try await connection.run(
+                        """
+                        INSERT INTO revoker.intake_keys (key_id, public_key, is_current)
+                        VALUES (\(key.id), \(ByteBuffer(bytes: key.openPGPPublicKey)), \(key.id == current.id))
+                        ON CONFLICT (key_id) DO UPDATE SET is_current = EXCLUDED.is_current
+                        """,
+                        logger: self.logger
+                    )
+                }
+            }
+        }
     }
 }

@@ -14,6 +14,9 @@ struct ConfigurationOptions: ParsableArguments {
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .notice
+
+    @Flag(help: "Refuse what is otherwise a warning, such as a key file that other users may read.")
+    var strict = false
 }
 
 /// Exit codes shared by the commands (documented in the README).
@@ -37,7 +40,16 @@ func fail(_ message: String) -> ExitCode {
 /// Loads the configuration, turning every problem into one clear line and exit code 2.
 func loadConfiguration(_ options: ConfigurationOptions, needs: RevokerConfiguration.Needs) throws -> RevokerConfiguration {
     do {
-        return try RevokerConfiguration.load(file: options.file, environment: ProcessInfo.processInfo.environment, needs: needs)
+        let configuration = try RevokerConfiguration.load(
+            file: options.file,
+            environment: ProcessInfo.processInfo.environment,
+            needs: needs,
+            strict: options.strict
+        )
+        for warning in configuration.warnings {
+            FileHandle.standardError.write(Data("revoker: warning: \(warning)\n".utf8))
+        }
+        return configuration
     } catch let error as ConfigurationError {
         throw fail(error.message)
     }

@@ -149,7 +149,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         let actor = Self.actor()
         let result = try await withDatabase(configuration, logger: logger) { client in
             do {
-                return try await RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+                return try await RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
                     .enqueue(new, actor: actor)
             } catch let error as RevokerStoreError where error.code == .conflict {
                 throw fail(

@@ -15,7 +15,10 @@ struct MigrateCommand: AsyncParsableCommand {
         let logger = CommandLogging.logger(label: "revoker.migrate", level: options.logLevel)
         let applied = try await withDatabase(configuration, logger: logger) { client in
             do {
-                return try await Migrator(client: client, logger: logger).migrate()
+                let applied = try await Migrator(client: client, logger: logger).migrate()
+                try await RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
+                    .publishSQLIntake(clientIDs: configuration.apps.keys)
+                return applied
             } catch let error as RevokerStoreError {
                 throw fail("Migration failed: \(error.message)")
             }

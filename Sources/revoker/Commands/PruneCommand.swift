@@ -37,7 +37,7 @@ struct PruneCommand: AsyncParsableCommand {
         let logger = CommandLogging.logger(label: "revoker.prune", level: options.logLevel)
         let cutoff = Date(timeIntervalSinceNow: -Double(olderThanDays) * 86_400)
         let pruned = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
-            let queue = RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+            let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             do {
                 return try await queue.prune(finishedBefore: cutoff)
             } catch let error as RevokerStoreError {

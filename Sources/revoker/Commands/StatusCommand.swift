@@ -29,7 +29,7 @@ struct StatusCommand: AsyncParsableCommand {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.status", level: options.logLevel)
         let (statistics, paused) = try await withDatabase(configuration, logger: logger) { client in
-            let queue = RevocationQueue(client: client, sealer: CredentialSealer(keyring: configuration.keyring), logger: logger)
+            let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             do {
                 return (try await queue.statistics(), try await queue.pausedApps())
             } catch let error as RevokerStoreError {
