@@ -90,6 +90,7 @@ public struct RevokerApp: Sendable {
             database: database,
             place: "\(settings.host ?? "?"):\(settings.port ?? 0)",
             requireCurrentSchema: requireCurrentSchema,
+            endpoint: try? DatabaseEndpoint(url: configuration.databaseURL),
             publish: publish,
             logger: logger
         )

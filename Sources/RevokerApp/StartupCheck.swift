@@ -9,6 +9,8 @@ public struct StartupCheck: Sendable {
     /// `host:port`, for messages; never the password.
     let place: String
     let requireCurrentSchema: Bool
+    /// Where a probe connection goes first, to report what the server says.
+    var endpoint: DatabaseEndpoint? = nil
     /// Run once the schema is current: registers the apps and intake keys of the SQL path.
     var publish: (@Sendable () async throws -> Void)? = nil
     let logger: Logger
@@ -31,16 +33,57 @@ public struct StartupCheck: Sendable {
         }
     }
 
-    /// Throws ``RevokerAppError`` with `.databaseUnreachable` when the database does not answer in time.
+    /// Throws ``RevokerAppError`` with `.databaseUnreachable` when the database does not answer in
+    /// time, or at once with what the server said when it refuses the connection.
     public func reach() async throws {
         var quiet = logger
         quiet.logLevel = .error
+        if let endpoint { try await probe(endpoint, logger: quiet) }
         do {
             try await withDeadline(Self.reachDeadline) { [database, quiet] in
                 _ = try await database.query("SELECT 1", logger: quiet).collect()
             }
         } catch {
             throw RevokerAppError(.databaseUnreachable, "Cannot reach the database at \(place) (\(Self.describe(error))).")
+        }
+    }
+
+    /// One connection, outside the pool: a refused login or a missing database fails here with
+    /// the server's own words, where the pool would retry quietly until the deadline.
+    func probe(_ endpoint: DatabaseEndpoint, logger: Logger) async throws {
+        do {
+            let configuration = try endpoint.connectionConfiguration()
+            let connection = try await withDeadline(Self.reachDeadline) {
+                try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            }
+            try? await connection.close()
+        } catch {
+            throw RevokerAppError(.databaseUnreachable, "Cannot use the database at \(place): \(Self.refusal(error, endpoint)).")
+        }
+    }
+
+    /// What went wrong while connecting, in words that name the cause and never the password.
+    static func refusal(_ error: any Error, _ endpoint: DatabaseEndpoint) -> String {
+        guard let error = error as? PSQLError else {
+            return error is DeadlineExceeded ? "no answer within \(reachDeadline)" : describe(error)
+        }
+        switch error.code {
+        case .server:
+            // The server's words name the role, the database or the missing TLS; they hold no password.
+            let message = error.serverInfo?[.message].map { String($0.prefix(200)) } ?? "unknown"
+            let hint = message.contains("no encryption") ? " (the server requires TLS: set sslmode=require in the URL)" : ""
+            return "the server said: \(message)\(hint)"
+        case .sslUnsupported:
+            return "the server does not offer TLS, which sslmode in the URL requires"
+        case .connectionError:
+            let cause = error.underlying.map { String(describing: $0) } ?? ""
+            if cause.contains("refused") { return "connection refused (is PostgreSQL listening on \(endpoint.host):\(endpoint.port)?)" }
+            if cause.lowercased().contains("resolve") || cause.contains("NXDOMAIN") || cause.contains("lookup") {
+                return "the host name \(endpoint.host) does not resolve"
+            }
+            return "the connection failed (\(cause.prefix(200)))"
+        default:
+            return describe(error)
         }
     }
 

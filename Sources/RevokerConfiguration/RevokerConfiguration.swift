@@ -24,7 +24,7 @@ public struct RevokerConfiguration: Sendable {
     /// The HTTP API.
     public var http: HTTPSettings = .init()
     /// The intake keys (RSA) of the SQL enqueue path: the first is published for
-    /// `revoker.enqueue_revocation` to encrypt to, all of them open what it wrote.
+    /// `revoker.enqueue_revocation` to encrypt to (the last), all of them open what it wrote.
     public var intakeKeys: [IntakeKey] = []
     /// What is unsafe but usable, such as a key file others may read; `--strict` refuses it.
     public var warnings: [String] = []
@@ -179,7 +179,7 @@ extension RevokerConfiguration {
         return configuration
     }
 
-    /// Reads one or more PEM RSA private keys; the first is the current one.
+    /// Reads one or more PEM RSA private keys; the last is the current one, as with sealing keys.
     private static func loadIntakeKeys(_ path: String) throws -> [IntakeKey] {
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw ConfigurationError("The intake key file '\(path)' cannot be read (\(Variable.intakeKeysFile) or \"intake_keys_file\").")

@@ -29,4 +29,35 @@ struct MigrateCommandTests {
             #expect(third.status == 0 && third.stdout == "The schema is up to date.\n", "\(third.stdout)\(third.stderr)")
         }
     }
+
+    @Test("a database that refuses is reported with the server's reason at once, never with the password")
+    func refusalsSayWhatTheServerSaid() async throws {
+        try await ScratchDatabase.withScratchDatabase { database in
+            let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
+            defer { try? FileManager.default.removeItem(at: configuration.directory) }
+            let base = try #require(URLComponents(string: database.url))
+            let password = "pw-\(UUID().uuidString)"
+            func url(user: String? = nil, name: String? = nil, port: Int? = nil) throws -> String {
+                var components = base
+                components.user = user ?? base.user
+                components.password = password
+                if let name { components.path = "/" + name }
+                if let port { components.port = port }
+                return try #require(components.string)
+            }
+            let cases: [(String, String)] = [
+                (try url(user: "nobody_\(UInt32.random(in: 0...UInt32.max))"), "role \"nobody_"),
+                (try url(name: "missing_\(UInt32.random(in: 0...UInt32.max))"), "database \"missing_"),
+                (try url(port: 9), "connection refused"),
+            ]
+            for (databaseURL, reason) in cases {
+                let environment = configuration.environment(databaseURL: databaseURL, appleBaseURL: "http://127.0.0.1:9")
+                // Well under the ten seconds the pool would wait: the reason is known at once.
+                let result = try await RevokerProcess.run(["migrate"], environment: environment, timeout: .seconds(8))
+                #expect(result.status == 2, "\(result.stderr)")
+                #expect(result.stderr.contains(reason), "\(result.stderr)")
+                #expect(!result.stderr.contains(password) && !result.stdout.contains(password))
+            }
+        }
+    }
 }

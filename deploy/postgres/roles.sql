@@ -3,10 +3,12 @@
 -- Idempotent. The roles are NOLOGIN groups: grant them to login roles, e.g.
 --   CREATE ROLE revoker_app LOGIN PASSWORD '...' IN ROLE revoker_worker;
 --
--- revoker_worker   the service (worker, HTTP API, CLI): reads and writes the queue, seals the
---                  SQL intake, appends audit events. It cannot UPDATE/DELETE/TRUNCATE the
---                  audit trail (not granted, and the triggers refuse it anyway), and as it does
---                  not own the tables it cannot disable those triggers.
+-- revoker_worker   the service (worker, HTTP API, CLI): reads and writes the queue, opens and
+--                  seals the SQL intake, registers its apps and intake keys, appends audit
+--                  events. It cannot UPDATE/DELETE/TRUNCATE the audit trail (not granted, and
+--                  the triggers refuse it anyway), cannot choose an audit row's id, time or
+--                  recording role (a trigger stamps them), and as it does not own the tables
+--                  it cannot disable those triggers.
 -- revoker_enqueuer app backends that enqueue inside their own transaction: EXECUTE on
 --                  revoker.enqueue_revocation only, plus SELECT on the request's state columns
 --                  (never the credential columns or the intake).
@@ -40,6 +42,9 @@ GRANT SELECT, INSERT, DELETE ON revoker.credential_intake TO revoker_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.app_pauses TO revoker_worker;
 GRANT SELECT, INSERT ON revoker.audit_events TO revoker_worker;
 GRANT USAGE ON SEQUENCE revoker.audit_events_id_seq TO revoker_worker;
+-- Migration 0003: a serving process registers its apps and publishes its intake keys.
+GRANT SELECT, INSERT, DELETE ON revoker.apps TO revoker_worker;
+GRANT SELECT, INSERT, UPDATE ON revoker.intake_keys TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.

@@ -10,7 +10,7 @@ public struct CredentialSealer: Sendable {
 
     /// The keyring used.
     public let keyring: CredentialKeyring
-    /// The intake keys: the first is published for `revoker.enqueue_revocation` to encrypt to;
+    /// The intake keys: the last is published for `revoker.enqueue_revocation` to encrypt to;
     /// all of them open what it wrote.
     public let intakeKeys: [IntakeKey]
 

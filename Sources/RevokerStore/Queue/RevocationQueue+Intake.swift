@@ -109,7 +109,7 @@ extension RevocationQueue {
 
     /// Makes the SQL enqueue path match this process's configuration: `clientIDs` become the
     /// apps `revoker.enqueue_revocation` accepts (others are removed; none given changes
-    /// nothing), and the intake keys' public halves are published, the first as the one to
+    /// nothing), and the intake keys' public halves are published, the last as the one to
     /// encrypt to.
     public func publishSQLIntake(clientIDs: some Collection<String>) async throws {
         let keys = sealer.intakeKeys
@@ -124,7 +124,7 @@ extension RevocationQueue {
                         logger: self.logger
                     )
                 }
-                guard let current = keys.first else { return }
+                guard let current = keys.last else { return }
                 try await connection.run(
                     "UPDATE revoker.intake_keys SET is_current = false WHERE is_current AND key_id <> \(current.id)",
                     logger: self.logger

@@ -13,6 +13,10 @@ struct APIKeyCommand: ParsableCommand {
 
             Example:
               revoker api-key billing-backend --scope revocations:write --scope revocations:read > billing.key
+              revoker api-key notes-backend --scope revocations:write --client-id com.example.notes > notes.key
+
+            With --client-id the key acts on and reads only those apps, so one backend's key cannot cancel \
+            another app's deletions; give each backend its own.
             """
     )
 
@@ -21,6 +25,9 @@ struct APIKeyCommand: ParsableCommand {
 
     @Option(name: .customLong("scope"), help: "revocations:write, revocations:read, audit:read or admin; repeat for several.")
     var scopes: [String] = []
+
+    @Option(name: .customLong("client-id"), help: "Limit the key to this app; repeat for several (default: every app).")
+    var clientIDs: [String] = []
 
     func validate() throws {
         guard (1...64).contains(name.count), name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
@@ -41,7 +48,8 @@ struct APIKeyCommand: ParsableCommand {
             + Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
         let digest = SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
-        let entry: [String: Any] = ["name": name, "sha256": digest, "scopes": scopes]
+        var entry: [String: Any] = ["name": name, "sha256": digest, "scopes": scopes]
+        if !clientIDs.isEmpty { entry["client_ids"] = clientIDs }
         let json = (try? JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? ""
         FileHandle.standardError.write(
             Data("revoker: add this entry to http.api_keys, and give the key (standard output) to the caller:\n\(json)\n".utf8)

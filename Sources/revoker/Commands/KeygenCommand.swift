@@ -5,16 +5,22 @@ import RevokerStore
 struct KeygenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keygen",
-        abstract: "Print a new credential sealing key entry (keyID=base64) for REVOKER_SEALING_KEYS_FILE.",
+        abstract: "Print a new credential sealing key entry (keyID=base64) for REVOKER_SEALING_KEYS_FILE, or with --intake an intake key.",
         discussion: """
             Credentials are sealed at rest with AES-256-GCM under the keys listed in REVOKER_SEALING_KEYS_FILE, one \
             keyID=base64 line each. The last line is the current key: new credentials are sealed with it, and older \
             keys keep opening what they sealed. To rotate, append a new line and restart the workers; remove an old \
             line only once no stored credential uses it.
 
+            With --intake it prints an RSA private key (PEM) for REVOKER_INTAKE_KEYS_FILE instead: \
+            revoker.enqueue_revocation encrypts credentials to the public half of the file's last key, so the \
+            database never holds them in plaintext. Rotate the same way: append, restart, remove old keys once no \
+            intake row uses them.
+
             Example:
               umask 077; revoker keygen >> /etc/revoker/sealing-keys
               revoker keygen --key-id 2026-q3 >> /etc/revoker/sealing-keys
+              umask 077; revoker keygen --intake >> /etc/revoker/intake-keys.pem
             """
     )
 
@@ -24,7 +30,26 @@ struct KeygenCommand: ParsableCommand {
     )
     var keyID: String?
 
+    @Flag(help: "Print an intake key (RSA, PEM) for the SQL enqueue path instead.")
+    var intake = false
+
     func run() throws {
+        if intake {
+            let key: IntakeKey
+            do {
+                key = try IntakeKey.generate()
+            } catch {
+                throw fail("Cannot make an intake key: \(error).")
+            }
+            FileHandle.standardError.write(
+                Data(
+                    "revoker: append this key (id \(key.id)) to the REVOKER_INTAKE_KEYS_FILE (newest last: the last key is published for the SQL path; keep older keys until no intake row uses them).\n"
+                        .utf8
+                )
+            )
+            print(key.pemRepresentation)
+            return
+        }
         let id = keyID ?? Self.defaultKeyID()
         let entry: String
         do {
