@@ -37,18 +37,20 @@ struct MigrateCommandTests {
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let base = try #require(URLComponents(string: database.url))
             let password = "pw-\(UUID().uuidString)"
-            func url(user: String? = nil, name: String? = nil, port: Int? = nil) throws -> String {
+            func url(user: String? = nil, name: String? = nil, port: Int? = nil, requireTLS: Bool = false) throws -> String {
                 var components = base
                 components.user = user ?? base.user
                 components.password = password
                 if let name { components.path = "/" + name }
                 if let port { components.port = port }
+                if requireTLS { components.queryItems = [URLQueryItem(name: "sslmode", value: "require")] }
                 return try #require(components.string)
             }
             let cases: [(String, String)] = [
                 (try url(user: "nobody_\(UInt32.random(in: 0...UInt32.max))"), "role \"nobody_"),
                 (try url(name: "missing_\(UInt32.random(in: 0...UInt32.max))"), "database \"missing_"),
                 (try url(port: 9), "connection refused"),
+                (try url(requireTLS: true), "does not offer TLS"),  // the test server has no TLS
             ]
             for (databaseURL, reason) in cases {
                 let environment = configuration.environment(databaseURL: databaseURL, appleBaseURL: "http://127.0.0.1:9")

@@ -48,7 +48,6 @@ struct NewRevocationTests {
         Case(name: "reference with a trailing no-break space", field: .externalReference, reference: "user\u{A0}"),
         Case(name: "reference with a byte order mark", field: .externalReference, reference: "\u{FEFF}user"),
         Case(name: "reference with a private-use character", field: .externalReference, reference: "user\u{F8FF}"),
-        Case(name: "reference with a tag character", field: .externalReference, reference: "user\u{E0041}"),
         Case(name: "client_id with a leading space", field: .clientID, clientID: " com.example.app"),
         Case(name: "credential with a space", field: .credential, secret: "two words"),
         Case(name: "credential beyond ASCII", field: .credential, secret: "tok-\u{E4}-1"),

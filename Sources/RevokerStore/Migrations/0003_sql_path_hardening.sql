@@ -97,7 +97,7 @@ DECLARE
     v_existing record;
     v_key      record;
     -- NewRevocation.refusedCharacters and NewRevocation.edgeWhiteSpace.
-    v_refused  constant text := E'[\\u0001-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb\\ue000-\\uf8ff\\U000e0000-\\U000e007f\\U000f0000-\\U0010ffff]';
+    v_refused  constant text := E'[\\u0001-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb\\ue000-\\uf8ff]';
     v_edge     constant text := E'[\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]';
     v_visible  constant text := ' characters of visible text: no control, invisible or bidirectional characters, no leading or trailing white space';
 BEGIN

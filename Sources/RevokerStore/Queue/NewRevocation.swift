@@ -82,12 +82,14 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
 
     /// Characters an identifier must not hold: controls, invisible formatting (zero-width
     /// characters, soft hyphen, BOM), bidirectional overrides and isolates, line and paragraph
-    /// separators, interlinear annotations, tags and private use. An explicit list, not
-    /// Unicode's categories, so that it cannot drift with a Unicode update and reads the same
-    /// in `revoker.enqueue_revocation` (migration 0003; a test holds the two equal).
+    /// separators, interlinear annotations and the private-use area. An explicit list of
+    /// characters below U+FFFF, not Unicode's categories, so that it cannot drift with a
+    /// Unicode update and reads the same in `revoker.enqueue_revocation` (migration 0003; a
+    /// test holds the two equal) and in the OpenAPI document's pattern, whose regular
+    /// expressions cannot name characters beyond U+FFFF.
     public static let refusedCharacters: [ClosedRange<UInt32>] = [
         0x00...0x1F, 0x7F...0x9F, 0xAD...0xAD, 0x061C...0x061C, 0x180E...0x180E, 0x200B...0x200F, 0x2028...0x202E,
-        0x2060...0x206F, 0xFEFF...0xFEFF, 0xFFF9...0xFFFB, 0xE000...0xF8FF, 0xE0000...0xE007F, 0xF0000...0x10FFFF,
+        0x2060...0x206F, 0xFEFF...0xFEFF, 0xFFF9...0xFFFB, 0xE000...0xF8FF,
     ]
     /// White space an identifier must neither start nor end with (so neither can it be only
     /// white space); the controls among it are refused anywhere.
