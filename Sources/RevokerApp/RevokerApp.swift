@@ -206,6 +206,14 @@ public struct RevokerApp: Sendable {
         }
     }
 
+    /// Applies the migrations this build knows, then registers the configured apps and intake
+    /// keys for the SQL enqueue path: what `revoker migrate` does. Returns the versions applied.
+    public func migrate() async throws -> [Int] {
+        let applied = try await Migrator(client: database, logger: logger).migrate()
+        try await queue.publishSQLIntake(clientIDs: configuration.apps.keys)
+        return applied
+    }
+
     /// Runs `body` with a client for Apple (or the sandbox) as configured, shut down afterwards.
     public static func withAppleClient<T>(
         _ configuration: RevokerConfiguration,

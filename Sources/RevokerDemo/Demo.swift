@@ -56,8 +56,7 @@ public struct Demo: Sendable {
             section("1. Apple sandbox on \(sandbox.baseURL); apps \(notes) and \(photos) registered with fresh keys")
 
             try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
-                let database = running.database
-                let applied = try await Migrator(client: database, logger: logger).migrate()
+                let applied = try await running.app.migrate()
                 section(
                     "2. Migrated the revoker schema (\(applied.isEmpty ? "already current" : "applied \(applied.map(String.init).joined(separator: ", "))"))"
                 )

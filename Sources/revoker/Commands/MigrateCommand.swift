@@ -1,4 +1,5 @@
 import ArgumentParser
+import RevokerApp
 import RevokerConfiguration
 import RevokerStore
 
@@ -13,14 +14,13 @@ struct MigrateCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.migrate", level: options.logLevel)
-        let applied = try await withDatabase(configuration, logger: logger) { client in
-            do {
-                let applied = try await Migrator(client: client, logger: logger).migrate()
-                try await RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
-                    .publishSQLIntake(clientIDs: configuration.apps.keys)
-                return applied
-            } catch let error as RevokerStoreError {
-                throw fail("Migration failed: \(error.message)")
+        let applied = try await reportingStartupProblems {
+            try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
+                do {
+                    return try await running.app.migrate()
+                } catch let error as RevokerStoreError {
+                    throw fail("Migration failed: \(error.message)")
+                }
             }
         }
         print(applied.isEmpty ? "The schema is up to date." : "Applied migrations: \(applied.map(String.init).joined(separator: ", ")).")
