@@ -14,12 +14,19 @@ public struct StartupCheck: Sendable {
     /// Run once the schema is current: registers the apps and intake keys of the SQL path.
     var publish: (@Sendable () async throws -> Void)? = nil
     let logger: Logger
+    /// The API, the worker and `withRunning` all wait for the check; it runs once for them all.
+    let outcome = SharedOutcome()
 
     /// How long a person waits for an unreachable database (the pool alone retries for a minute).
     static let reachDeadline: Duration = .seconds(10)
 
-    /// Throws ``RevokerAppError`` with `.databaseUnreachable` or `.schemaNotCurrent`.
+    /// Throws ``RevokerAppError`` with `.databaseUnreachable` or `.schemaNotCurrent`. Every
+    /// caller shares the first caller's run and its result.
     public func run() async throws {
+        try await outcome.run { try await self.check() }
+    }
+
+    func check() async throws {
         try await reach()
         if requireCurrentSchema, try await !schemaIsCurrent() {
             throw RevokerAppError(.schemaNotCurrent, "The database schema is not current; run `revoker migrate` first.")
@@ -106,5 +113,31 @@ public struct StartupCheck: Sendable {
             }
         }
         return String(describing: error).prefix(200).description
+    }
+}
+
+/// The result of one run of a piece of work, shared by everyone who asks for it, including
+/// those who ask while it is still running.
+actor SharedOutcome {
+    private var result: Result<Void, any Error>?
+    private var waiting: [CheckedContinuation<Void, any Error>]?
+
+    func run(_ body: @Sendable () async throws -> Void) async throws {
+        if let result { return try result.get() }
+        if waiting != nil {
+            return try await withCheckedThrowingContinuation { waiting?.append($0) }
+        }
+        waiting = []
+        let outcome: Result<Void, any Error>
+        do {
+            try await body()
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        result = outcome
+        for continuation in waiting ?? [] { continuation.resume(with: outcome) }
+        waiting = nil
+        try outcome.get()
     }
 }

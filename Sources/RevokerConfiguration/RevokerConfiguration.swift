@@ -121,12 +121,7 @@ extension RevokerConfiguration {
             )
         }
 
-        let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring))
-        if let path = environment[Variable.sealingKeysFile].flatMap({ $0.isEmpty ? nil : $0 }) ?? document.sealingKeysFile,
-            environment[Variable.sealingKeys]?.isEmpty ?? true
-        {
-            secretFiles.check(path, holding: "the sealing keys")
-        }
+        let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring), secretFiles: &secretFiles)
         let intakeKeysFile = environment[Variable.intakeKeysFile].flatMap { $0.isEmpty ? nil : $0 } ?? document.intakeKeysFile
         let intakeKeys = try intakeKeysFile.map(loadIntakeKeys) ?? []
         if let intakeKeysFile { secretFiles.check(intakeKeysFile, holding: "the intake keys") }
@@ -199,7 +194,12 @@ extension RevokerConfiguration {
         return keys
     }
 
-    private static func loadKeyring(environment: [String: String], document: ConfigurationFile, required: Bool) throws -> CredentialKeyring? {
+    private static func loadKeyring(
+        environment: [String: String],
+        document: ConfigurationFile,
+        required: Bool,
+        secretFiles: inout SecretFiles
+    ) throws -> CredentialKeyring? {
         let text: String
         let source: String
         if let value = environment[Variable.sealingKeys], !value.isEmpty {
@@ -211,6 +211,7 @@ extension RevokerConfiguration {
             }
             text = content
             source = "the sealing key file '\(path)'"
+            secretFiles.check(path, holding: "the sealing keys")
         } else if required {
             throw ConfigurationError(
                 "No credential sealing key: set \(Variable.sealingKeysFile) to a file (or \(Variable.sealingKeys)) holding lines of keyID=base64 32-byte key; `revoker keygen` prints one."

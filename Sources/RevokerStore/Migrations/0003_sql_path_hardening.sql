@@ -71,6 +71,22 @@ BEGIN
 END;
 $migration$;
 
+-- NewRevocation.isVisibleText: no refused character anywhere, no white space at either end.
+-- A pure function, so it may stay executable by PUBLIC.
+CREATE FUNCTION revoker.is_visible_text(value text) RETURNS boolean
+    LANGUAGE plpgsql
+    IMMUTABLE STRICT
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    -- NewRevocation.refusedCharacters and NewRevocation.edgeWhiteSpace.
+    v_refused  constant text := E'[\\u0001-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb\\ue000-\\uf8ff]';
+    v_edge     constant text := E'[\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]';
+BEGIN
+    RETURN value !~ v_refused AND value !~ ('^' || v_edge) AND value !~ (v_edge || '$');
+END;
+$$;
+
 -- ---------------------------------------------------------------------------------------
 -- SQL enqueue: the rules of NewRevocation, registered apps only, ciphertext only.
 -- The same signature, so grants (EXECUTE for revoker_worker and revoker_enqueuer) and the
@@ -96,27 +112,21 @@ DECLARE
     v_digest   bytea;
     v_existing record;
     v_key      record;
-    -- NewRevocation.refusedCharacters and NewRevocation.edgeWhiteSpace.
-    v_refused  constant text := E'[\\u0001-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u206f\\ufeff\\ufff9-\\ufffb\\ue000-\\uf8ff]';
-    v_edge     constant text := E'[\\u0020\\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]';
     v_visible  constant text := ' characters of visible text: no control, invisible or bidirectional characters, no leading or trailing white space';
 BEGIN
     IF enqueue_revocation.client_id IS NULL
        OR char_length(enqueue_revocation.client_id) NOT BETWEEN 1 AND 255
-       OR enqueue_revocation.client_id ~ v_refused
-       OR enqueue_revocation.client_id ~ ('^' || v_edge) OR enqueue_revocation.client_id ~ (v_edge || '$') THEN
+       OR NOT revoker.is_visible_text(enqueue_revocation.client_id) THEN
         RAISE EXCEPTION 'client_id must be 1 to 255%', v_visible USING ERRCODE = '22023';
     END IF;
     IF enqueue_revocation.external_reference IS NULL
        OR char_length(enqueue_revocation.external_reference) NOT BETWEEN 1 AND 255
-       OR enqueue_revocation.external_reference ~ v_refused
-       OR enqueue_revocation.external_reference ~ ('^' || v_edge) OR enqueue_revocation.external_reference ~ (v_edge || '$') THEN
+       OR NOT revoker.is_visible_text(enqueue_revocation.external_reference) THEN
         RAISE EXCEPTION 'external_reference must be 1 to 255%', v_visible USING ERRCODE = '22023';
     END IF;
     IF enqueue_revocation.apple_user_id IS NOT NULL
        AND (char_length(enqueue_revocation.apple_user_id) NOT BETWEEN 1 AND 255
-            OR enqueue_revocation.apple_user_id ~ v_refused
-            OR enqueue_revocation.apple_user_id ~ ('^' || v_edge) OR enqueue_revocation.apple_user_id ~ (v_edge || '$')) THEN
+            OR NOT revoker.is_visible_text(enqueue_revocation.apple_user_id)) THEN
         RAISE EXCEPTION 'apple_user_id must be 1 to 255%', v_visible USING ERRCODE = '22023';
     END IF;
     IF enqueue_revocation.credential IS NULL
