@@ -152,7 +152,7 @@ struct HardeningAPITests {
 
     @Test func callsAnswer503SoonWhenTheDatabaseIsDown() async throws {
         try await PrivatePostgres.with { server in
-            try await APIHarness.with(http: ["database_timeout_seconds": 2], server: server.url) { api in
+            try await APIHarness.with(http: ["database_timeout_seconds": 5], server: server.url) { api in
                 let (_, token) = try await api.mintRefreshToken(subject: "user-down")
                 let body: [String: Any] = ["client_id": "com.example.notes", "external_reference": "down-1", "refresh_token": token]
                 let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: body)

@@ -12,36 +12,62 @@ import Testing
 struct SQLPathTests {
     static let logger = Logger(label: "test")
 
-    /// WAL segments written since `start`, as bytes: what a replica or a backup receives.
-    static func recentWAL(_ db: ScratchDatabase, since start: Date) async throws -> [[UInt8]] {
-        _ = try await db.client.query("CHECKPOINT", logger: logger).collect()
-        let rows = try await db.client.query("SHOW data_directory", logger: logger).collect()
-        let directory = URL(fileURLWithPath: try #require(try rows.first?.decode(String.self))).appendingPathComponent("pg_wal")
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.count == 24 }
-        return try names.compactMap { name in
-            let file = directory.appendingPathComponent(name)
-            let modified = try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate] as? Date
-            guard let modified, modified >= start.addingTimeInterval(-2) else { return nil }
-            return Array(try Data(contentsOf: file))
-        }
+    /// A position in the WAL: its segment file and the offset in it.
+    struct WALPosition {
+        var file: String
+        var offset: Int
     }
 
-    static func contains(_ haystack: [[UInt8]], _ needle: String) -> Bool {
-        let bytes = Array(needle.utf8)
-        return haystack.contains { segment in
-            guard segment.count >= bytes.count else { return false }
-            var index = segment.startIndex
-            while let found = segment[index...].firstIndex(of: bytes[0]), found + bytes.count <= segment.endIndex {
-                if segment[found..<found + bytes.count].elementsEqual(bytes) { return true }
-                index = found + 1
+    static func walPosition(_ db: ScratchDatabase) async throws -> WALPosition {
+        let rows = try await db.client.query(
+            "SELECT file_name, file_offset::int FROM pg_walfile_name_offset(pg_current_wal_insert_lsn())",
+            logger: logger
+        ).collect()
+        let (file, offset) = try #require(try rows.first?.decode((String, Int).self))
+        return WALPosition(file: file, offset: offset)
+    }
+
+    /// The record bytes of the WAL between two positions, as a replica or a backup receives them,
+    /// with the page headers taken out so that a record that crosses a page or a segment is
+    /// contiguous.
+    static func wal(_ db: ScratchDatabase, from start: WALPosition, to end: WALPosition) async throws -> [UInt8] {
+        _ = try await db.client.query("CHECKPOINT", logger: logger).collect()
+        let directory = try await db.client.query("SHOW data_directory", logger: logger).collect()
+        let walDirectory = URL(fileURLWithPath: try #require(try directory.first?.decode(String.self))).appendingPathComponent("pg_wal")
+        let block = 8192  // wal_block_size
+        var records: [UInt8] = []
+        let files = try FileManager.default.contentsOfDirectory(atPath: walDirectory.path)
+            .filter { $0.count == 24 && $0 >= start.file && $0 <= end.file }.sorted()
+        for file in files {
+            let bytes = Array(try Data(contentsOf: walDirectory.appendingPathComponent(file)))
+            let low = file == start.file ? start.offset : 0
+            let high = file == end.file ? min(end.offset, bytes.count) : bytes.count
+            var page = low / block * block
+            while page < high {
+                let header = page == 0 ? 40 : 24  // a segment's first page has the long header
+                let from = max(low, page + header)
+                let to = min(high, page + block)
+                if from < to { records += bytes[from..<to] }
+                page += block
             }
-            return false
         }
+        return records
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        let bytes = Array(needle.utf8)
+        guard let first = bytes.first, haystack.count >= bytes.count else { return false }
+        var index = haystack.startIndex
+        while let found = haystack[index...].firstIndex(of: first), found + bytes.count <= haystack.endIndex {
+            if haystack[found..<found + bytes.count].elementsEqual(bytes) { return true }
+            index = found + 1
+        }
+        return false
     }
 
     @Test func aCredentialEnqueuedInSQLIsCiphertextInTheTableAndTheWAL() async throws {
         try await Fixtures.withQueue { db, queue in
-            let start = Date()
+            let start = try await Self.walPosition(db)
             let token = "r.plaintext-\(UUID().uuidString)"
             let probe = "wal-probe-\(UUID().uuidString)"
             _ = try await db.client.query(
@@ -57,11 +83,16 @@ struct SQLPathTests {
             #expect(plaintext == nil)
             #expect(keyID?.count == 16)
             let ciphertext = Array(try #require(sealed).readableBytesView)
-            #expect(!Self.contains([ciphertext], token))
+            let plaintextInCiphertext = Self.contains(ciphertext, token)
+            #expect(!plaintextInCiphertext)
 
-            let wal = try await Self.recentWAL(db, since: start)
-            #expect(Self.contains(wal, probe), "the scan reads the WAL (\(wal.count) segments)")
-            #expect(!Self.contains(wal, token), "the credential never reached the WAL in plaintext")
+            let end = try await Self.walPosition(db)
+            let wal = try await Self.wal(db, from: start, to: end)
+            // Booleans, so that a failure does not print the WAL.
+            let probeFound = Self.contains(wal, probe)
+            let tokenFound = Self.contains(wal, token)
+            #expect(probeFound, "the scan reads the WAL (\(wal.count) bytes from \(start.file) to \(end.file))")
+            #expect(!tokenFound, "the credential never reached the WAL in plaintext")
 
             let claimed = try await queue.claim(batch: 1, lease: .seconds(60), owner: "w")
             #expect(claimed.first?.credential.secret == token, "the worker's intake key opens it")

@@ -147,7 +147,8 @@ struct PipelineTests {
 
         // The operator fixes the key (here: Apple learns the key Revoker uses); a probe resumes the app.
         try await harness.files.register(with: harness.sandbox)
-        try await Task.sleep(for: .milliseconds(600))
+        // Past the next probe even if the first drain's last probe came at its very end.
+        try await Task.sleep(for: .milliseconds(1500))
         _ = try await harness.drain()
         let after = try await harness.requests()
         #expect(after.allSatisfy { $0.outcome == .revoked })
