@@ -94,6 +94,7 @@ let package = Package(
         .target(
             name: "RevokerHTTP",
             dependencies: [
+                "AppleSignIn",
                 "RevokerStore",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -160,6 +161,7 @@ let package = Package(
                 "AppleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
+                "RevokerHTTP",
                 "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerWorker",

@@ -1,5 +1,6 @@
 /// An error raised by the Sign in with Apple layer before or after talking to Apple:
-/// loading keys, validating app settings, signing client secrets, verifying identity tokens.
+/// loading keys, validating app settings, signing client secrets, verifying identity tokens
+/// and server-to-server notifications.
 ///
 /// Apple's own answers are ``AppleAPIError``. `description` is safe to show to a user and
 /// never contains a key, token or code.
@@ -22,6 +23,10 @@ public struct AppleSignInError: Error, Sendable, Hashable, CustomStringConvertib
             case wrongIssuer = "wrong_issuer"
             case wrongAudience = "wrong_audience"
             case expiredIdentityToken = "expired_identity_token"
+            case unsupportedAlgorithm = "unsupported_algorithm"
+            case malformedNotification = "malformed_notification"
+            case issuedInFuture = "issued_in_future"
+            case expiredNotification = "expired_notification"
         }
 
         private let base: Base
@@ -57,6 +62,14 @@ public struct AppleSignInError: Error, Sendable, Hashable, CustomStringConvertib
         public static let wrongAudience = Code(.wrongAudience)
         /// The identity token has expired.
         public static let expiredIdentityToken = Code(.expiredIdentityToken)
+        /// The token is signed with another algorithm than RS256 (`none` and HS256 among them).
+        public static let unsupportedAlgorithm = Code(.unsupportedAlgorithm)
+        /// The notification is not a well-formed JWS, or its claims or events are not Apple's.
+        public static let malformedNotification = Code(.malformedNotification)
+        /// The notification's `iat` lies further in the future than the clock skew allows.
+        public static let issuedInFuture = Code(.issuedInFuture)
+        /// The notification has expired (`exp`), or was issued longer ago than accepted.
+        public static let expiredNotification = Code(.expiredNotification)
 
         public var description: String { base.rawValue }
     }

@@ -43,6 +43,7 @@ public struct AppleSandbox: Sendable {
     public let configuration: Configuration
     let state: SandboxState
     let identityTokens: SandboxIdentityTokens
+    let notifications = SentNotifications()
 
     public init(configuration: Configuration = .init()) async throws {
         self.configuration = configuration
@@ -83,6 +84,8 @@ public struct AppleSandbox: Sendable {
         admin.post("refresh-tokens") { request, context in try await self.mint(request, context: context, kind: .refresh) }
         admin.post("access-tokens") { request, context in try await self.mint(request, context: context, kind: .access) }
         admin.post("id-tokens") { request, context in try await self.mintIdentityToken(request, context: context) }
+        admin.post("notifications") { request, context in try await self.sendNotification(request, context: context) }
+        admin.post("notifications/replay") { request, context in try await self.replayNotification(request, context: context) }
         admin.post("keys/rotate") { _, _ in Self.json(SandboxAdmin.Value(value: try await self.identityTokens.rotate())) }
         admin.get("grants") { _, _ in Self.json(await self.state.reports()) }
         admin.get("grants/:id") { _, context in

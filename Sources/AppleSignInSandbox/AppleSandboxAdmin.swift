@@ -57,6 +57,17 @@ public struct AppleSandboxAdmin: Sendable {
         try await decode(send(.POST, "/sandbox/id-tokens", body: request), as: SandboxAdmin.Value.self).value
     }
 
+    /// Has the sandbox send one of Apple's notifications (or a broken one) to `notification.url`;
+    /// returns what the receiver answered.
+    public func sendNotification(_ notification: SandboxAdmin.Notification) async throws -> SandboxAdmin.NotificationDelivery {
+        try await decode(send(.POST, "/sandbox/notifications", body: notification))
+    }
+
+    /// Sends a notification sent before again, byte for byte.
+    public func replayNotification(jti: String, url: String? = nil) async throws -> SandboxAdmin.NotificationDelivery {
+        try await decode(send(.POST, "/sandbox/notifications/replay", body: SandboxAdmin.Replay(jti: jti, url: url)))
+    }
+
     /// Publishes a new signing key and returns its `kid`.
     public func rotateKeys() async throws -> String {
         try await decode(send(.POST, "/sandbox/keys/rotate", body: [String: String]()), as: SandboxAdmin.Value.self).value

@@ -79,3 +79,92 @@ public enum SandboxAdmin {
         public var value: String
     }
 }
+
+extension SandboxAdmin {
+    /// `POST /sandbox/notifications`: Apple tells an app's endpoint what a user did. The sandbox
+    /// signs the notification with its identity-token key (as Apple does) and POSTs
+    /// `{"payload": "<JWS>"}` to `url`; a `variant` other than `genuine` sends one that a
+    /// correct receiver refuses.
+    public struct Notification: Codable, Sendable {
+        enum CodingKeys: String, CodingKey {
+            case url
+            case clientID = "client_id"
+            case subject, type, email
+            case isPrivateEmail = "is_private_email"
+            case variant
+        }
+        /// Where to POST it (Revoker's `/v1/apple/notifications`).
+        public var url: String
+        public var clientID: String
+        /// The Apple user id the event is about.
+        public var subject: String
+        /// `consent-revoked`, `account-delete` (or `account-deleted`), `email-disabled`, `email-enabled`.
+        public var type: String
+        public var email: String?
+        /// Sent as the string "true"/"false", as Apple often does.
+        public var isPrivateEmail: Bool?
+        public var variant: NotificationVariant?
+
+        public init(
+            url: String,
+            clientID: String,
+            subject: String,
+            type: String,
+            email: String? = nil,
+            isPrivateEmail: Bool? = nil,
+            variant: NotificationVariant? = nil
+        ) {
+            self.url = url
+            self.clientID = clientID
+            self.subject = subject
+            self.type = type
+            self.email = email
+            self.isPrivateEmail = isPrivateEmail
+            self.variant = variant
+        }
+    }
+
+    /// How a sent notification is made.
+    public enum NotificationVariant: String, Codable, Sendable, CaseIterable {
+        /// Signed with the published key, every claim right.
+        case genuine
+        /// Signed with a key Apple does not publish, under the published key's `kid`.
+        case forged
+        /// Signed with a key Apple does not publish, under its own `kid`.
+        case unknownKey = "unknown_kid"
+        /// `alg: none`, no signature.
+        case algorithmNone = "alg_none"
+        /// HS256 keyed with the published public key (the algorithm-confusion attack).
+        case hmacWithPublicKey = "hs256_public_key"
+        /// `exp` an hour ago, `iat` two days ago.
+        case expired
+        /// `iat` an hour from now.
+        case issuedInFuture = "future_iat"
+        /// `aud` another app.
+        case wrongAudience = "wrong_aud"
+        /// `iss` another issuer.
+        case wrongIssuer = "wrong_iss"
+        /// `events` an object instead of a JSON string.
+        case malformedEvents = "malformed_events"
+    }
+
+    /// `POST /sandbox/notifications/replay`: sends a notification sent before again, byte for byte.
+    public struct Replay: Codable, Sendable {
+        public var jti: String
+        /// Where to send it; where it went first when absent.
+        public var url: String?
+        public init(jti: String, url: String? = nil) {
+            self.jti = jti
+            self.url = url
+        }
+    }
+
+    /// What the receiver answered.
+    public struct NotificationDelivery: Codable, Sendable {
+        public var jti: String
+        /// The receiver's HTTP status.
+        public var status: Int
+        /// The receiver's body (at most 4 KiB).
+        public var body: String
+    }
+}

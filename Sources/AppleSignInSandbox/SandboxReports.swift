@@ -12,6 +12,7 @@ public struct SandboxGrantReport: Codable, Sendable, Equatable {
         case rejectedValidations = "rejected_validations"
         case revoked, revocations
         case revokeCalls = "revoke_calls"
+        case revokedByUser = "revoked_by_user"
         case calls
     }
 
@@ -32,6 +33,8 @@ public struct SandboxGrantReport: Codable, Sendable, Equatable {
     public var revocations: Int
     /// All accepted revoke calls naming one of the grant's tokens, live or not.
     public var revokeCalls: Int
+    /// Whether the user ended the grant at Apple (a `consent-revoked` or `account-delete` sent).
+    public var revokedByUser = false
     /// Every `/auth/*` call attributed to the grant, in arrival order.
     public var calls: [SandboxCall]
 }

@@ -212,6 +212,15 @@ actor SandboxState {
         }
     }
 
+    /// The user ended every grant of `subject` for the app at Apple (consent revoked, or the
+    /// Apple account deleted): they are revoked, but not by a revoke call.
+    func userEndedGrants(clientID: String, subject: String) {
+        for id in grantOrder where grants[id]?.report.clientID == clientID && grants[id]?.report.subject == subject {
+            grants[id]?.report.revoked = true
+            grants[id]?.report.revokedByUser = true
+        }
+    }
+
     private func addToken(_ kind: TokenKind, to grantID: String) -> String {
         let token = (kind == .refresh ? "r" : "a") + Self.randomHex() + ".0.sandbox"
         tokens[token] = (grantID, kind)

@@ -96,15 +96,24 @@ public struct RevokerApp: Sendable {
         )
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database)]
-        if parts.contains(.worker) {
-            let pool = Self.makeAppleClient(configuration, logger: logger)
-            services.append(.init(service: HTTPClientService(client: pool.httpClient)))
+        // One pool to Apple and one cache of Apple's keys for the worker's identity tokens and
+        // the API's notifications.
+        var pool: AppleClient?
+        var appleKeys: AppleKeySet?
+        if parts.contains(.worker) || (parts.contains(.api) && configuration.appleNotifications != nil) {
+            let client = Self.makeAppleClient(configuration, logger: logger)
+            services.append(.init(service: HTTPClientService(client: client.httpClient)))
+            pool = client
+            appleKeys = AppleKeySet(client: client)
+        }
+        if parts.contains(.worker), let pool {
             let apps: AppleApps
             do {
                 apps = try await AppleApps(
                     apps: configuration.apps.values,
                     clientSecretLifetime: configuration.worker.clientSecretLifetime,
-                    client: pool
+                    client: pool,
+                    keys: appleKeys
                 )
             } catch let error as AppleSignInError {
                 try? await pool.httpClient.shutdown()
@@ -130,6 +139,11 @@ public struct RevokerApp: Sendable {
             self.worker = nil
         }
         if parts.contains(.api) {
+            var notifications: AppleNotificationVerifier?
+            if var settings = configuration.appleNotifications, let appleKeys {
+                settings.clientIDs = Set(configuration.apps.keys)
+                notifications = AppleNotificationVerifier(keys: appleKeys, settings: settings)
+            }
             let api = RevokerAPI(
                 database: database,
                 queue: queue,
@@ -137,6 +151,7 @@ public struct RevokerApp: Sendable {
                 clientIDs: Set(configuration.apps.keys),
                 defaultMaxAttempts: configuration.worker.maxAttempts,
                 registry: metrics,
+                appleNotifications: notifications,
                 logger: logger
             )
             self.api = api

@@ -12,6 +12,7 @@ struct ConfigurationFile: Decodable {
     var apps: [AppEntry] = []
     var worker: WorkerEntry?
     var http: HTTPEntry?
+    var appleNotifications: AppleNotificationsEntry?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case databaseURL = "database_url"
@@ -19,6 +20,7 @@ struct ConfigurationFile: Decodable {
         case sealingKeysFile = "sealing_keys_file"
         case intakeKeysFile = "intake_keys_file"
         case apps, worker, http
+        case appleNotifications = "apple_notifications"
     }
 
     init() {}
@@ -32,6 +34,46 @@ struct ConfigurationFile: Decodable {
         apps = try container.decodeIfPresent([AppEntry].self, forKey: .apps) ?? []
         worker = try container.decodeIfPresent(WorkerEntry.self, forKey: .worker)
         http = try container.decodeIfPresent(HTTPEntry.self, forKey: .http)
+        appleNotifications = try container.decodeIfPresent(AppleNotificationsEntry.self, forKey: .appleNotifications)
+    }
+
+    /// How `revoker serve` receives Apple's server-to-server notifications.
+    struct AppleNotificationsEntry: Decodable {
+        var enabled: Bool?
+        var issuers: [String]?
+        var clockSkewSeconds: Double?
+        var maxAgeSeconds: Double?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case enabled, issuers
+            case clockSkewSeconds = "clock_skew_seconds"
+            case maxAgeSeconds = "max_age_seconds"
+        }
+
+        /// The verifier's settings for `clientIDs`, or nil when receiving is switched off.
+        func settings(clientIDs: Set<String>, source: String) throws -> AppleNotificationVerifier.Settings? {
+            guard enabled ?? true else { return nil }
+            var settings = AppleNotificationVerifier.Settings(clientIDs: clientIDs)
+            if let issuers {
+                guard !issuers.isEmpty, issuers.allSatisfy({ (1...255).contains($0.count) && !$0.contains(where: \.isWhitespace) }) else {
+                    throw ConfigurationError("apple_notifications.issuers in \(source) must list at least one issuer, each without spaces.")
+                }
+                settings.issuers = Set(issuers)
+            }
+            if let clockSkewSeconds {
+                guard (0...600).contains(clockSkewSeconds) else {
+                    throw ConfigurationError("apple_notifications.clock_skew_seconds in \(source) must be between 0 and 600.")
+                }
+                settings.clockSkew = .milliseconds(Int64(clockSkewSeconds * 1000))
+            }
+            if let maxAgeSeconds {
+                guard (60...2_592_000).contains(maxAgeSeconds) else {
+                    throw ConfigurationError("apple_notifications.max_age_seconds in \(source) must be between 60 and 2592000 (30 days).")
+                }
+                settings.maximumAge = .milliseconds(Int64(maxAgeSeconds * 1000))
+            }
+            return settings
+        }
     }
 
     struct AppEntry: Decodable {
@@ -254,6 +296,14 @@ struct ConfigurationFile: Decodable {
         }
         if let worker = top["worker"] as? [String: Any] {
             try rejectUnknownKeys(worker, allowed: WorkerEntry.CodingKeys.allCases.map(\.rawValue), place: "worker", path: path)
+        }
+        if let notifications = top["apple_notifications"] as? [String: Any] {
+            try rejectUnknownKeys(
+                notifications,
+                allowed: AppleNotificationsEntry.CodingKeys.allCases.map(\.rawValue),
+                place: "apple_notifications",
+                path: path
+            )
         }
         if let http = top["http"] as? [String: Any] {
             try rejectUnknownKeys(http, allowed: HTTPEntry.CodingKeys.allCases.map(\.rawValue), place: "http", path: path)

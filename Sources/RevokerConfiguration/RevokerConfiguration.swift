@@ -23,6 +23,8 @@ public struct RevokerConfiguration: Sendable {
     public var worker: WorkerSettings
     /// The HTTP API.
     public var http: HTTPSettings = .init()
+    /// How `serve` verifies Apple's server-to-server notifications; nil when it does not receive them.
+    public var appleNotifications: AppleNotificationVerifier.Settings?
     /// The intake keys (RSA) of the SQL enqueue path: the first is published for
     /// `revoker.enqueue_revocation` to encrypt to (the last), all of them open what it wrote.
     public var intakeKeys: [IntakeKey] = []
@@ -53,6 +55,7 @@ public struct RevokerConfiguration: Sendable {
         self.keyring = keyring
         self.apps = apps
         self.worker = worker
+        self.appleNotifications = AppleNotificationVerifier.Settings(clientIDs: Set(apps.keys))
     }
 }
 
@@ -152,6 +155,9 @@ extension RevokerConfiguration {
             worker: try document.worker?.settings(source: source ?? "the configuration file") ?? .init()
         )
         configuration.http = try document.http?.settings(source: source ?? "the configuration file") ?? .init()
+        configuration.appleNotifications =
+            try document.appleNotifications?.settings(clientIDs: Set(apps.keys), source: source ?? "the configuration file")
+            ?? AppleNotificationVerifier.Settings(clientIDs: Set(apps.keys))
         for key in configuration.http.apiKeys {
             if let unknown = key.clientIDs?.sorted().first(where: { apps[$0] == nil }) {
                 throw ConfigurationError(

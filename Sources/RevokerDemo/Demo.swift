@@ -5,6 +5,7 @@ import Logging
 import PostgresNIO
 import RevokerApp
 import RevokerConfiguration
+import RevokerHTTP
 import RevokerLocalStack
 import RevokerStore
 import RevokerWorker
@@ -176,7 +177,7 @@ public struct Demo: Sendable {
             guard let report = drain.worker?.report() else { return 1 }
             section("4. Drained: \(report.succeeded) succeeded, \(report.failed) failed, \(report.retriesScheduled) retries")
 
-            return try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
+            let surprises = try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
                 let database = running.database
                 let queue = running.app.queue
                 let requests = try await queue.list(RevocationFilter(limit: 100))
@@ -207,9 +208,57 @@ public struct Demo: Sendable {
                         "   \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.externalReference ?? "-", 10)) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
                     )
                 }
-                section(surprises == 0 ? "Every request ended as expected." : "\(surprises) request(s) did not end as expected.")
                 return surprises
             }
+            let told = try await accountDeletion(configuration: configuration, sandbox: sandbox, clientID: notes)
+            section(surprises + told == 0 ? "Every request ended as expected." : "\(surprises + told) request(s) did not end as expected.")
+            return surprises + told
+        }
+    }
+
+    /// A user with a deletion still queued deletes their Apple account: Apple notifies the API,
+    /// the request ends without a call, and the app backend reads both events from the feed.
+    /// Returns 1 when that did not happen.
+    func accountDeletion(configuration: RevokerConfiguration, sandbox: RunningSandbox, clientID: String) async throws -> Int {
+        var configuration = configuration
+        configuration.http.port = 0
+        let (output, logger) = (self.output, self.logger)
+        return try await RevokerApp(configuration: configuration, parts: .api, logger: logger).withRunning { running in
+            let subject = "000042.demo"
+            let minted = try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
+            let queued = try await running.app.queue.enqueue(
+                try NewRevocation(
+                    clientID: clientID,
+                    externalReference: "user-1042",
+                    appleUserID: subject,
+                    credential: Credential(kind: .refreshToken, secret: minted.value)
+                ),
+                actor: "demo"
+            )
+            let delivery = try await sandbox.admin.sendNotification(
+                .init(
+                    url: "http://127.0.0.1:\(running.apiPort ?? 0)/v1/apple/notifications",
+                    clientID: clientID,
+                    subject: subject,
+                    type: "account-delete"
+                )
+            )
+            section("6. User 000042.demo deletes their Apple account while user-1042's deletion waits in the queue")
+            output("   Apple → POST /v1/apple/notifications (account-delete, signed RS256): Revoker answered \(delivery.status) \(delivery.body)")
+            let ended = try await running.app.queue.request(id: queued.request.id)
+            output("   user-1042: \(ended?.state.rawValue ?? "missing")/\(ended?.outcome?.rawValue ?? "-"), no call to Apple")
+            // The backend reads the feed; an event shows once older transactions have ended.
+            let feed = EventFeed(client: running.database, logger: logger)
+            var events: [OutboxEvent] = []
+            let deadline = ContinuousClock.now + .seconds(10)
+            while events.count < 2, ContinuousClock.now < deadline {
+                events = try await feed.events(after: nil, clientIDs: [clientID], limit: 1000).filter { $0.appleUserID == subject }
+                if events.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            output("   The app backend's event feed (GET /v1/events, revoker events) now holds:")
+            for event in events { output("   \(event.json)") }
+            let told = Set(events.map(\.type)) == ["apple.account_deleted", "revocation.succeeded"]
+            return delivery.status == 200 && ended?.outcome == .revokedByUser && told ? 0 : 1
         }
     }
 

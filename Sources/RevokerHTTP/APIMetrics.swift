@@ -16,6 +16,12 @@ public struct APIMetrics: Sendable {
         Counter(label: "revoker_requests_enqueued_total", dimensions: [("source", "http")], factory: factory).increment()
     }
 
+    /// A notification from Apple was handled: `result` is `accepted`, `duplicate`, or why it was
+    /// refused (a verification error code, `malformed_body`, `unavailable`, …).
+    func notification(_ result: String) {
+        Counter(label: "revoker_apple_notifications_total", dimensions: [("result", result)], factory: factory).increment()
+    }
+
     /// The queue as `revoker status` sees it; recorded when metrics are scraped.
     func queue(_ statistics: QueueStatistics) {
         for state in RevocationState.all {

@@ -28,6 +28,8 @@ public enum APIScope: String, Sendable, Hashable, CaseIterable {
     case revocationsWrite = "revocations:write"
     case revocationsRead = "revocations:read"
     case auditRead = "audit:read"
+    /// The event feed (`GET /v1/events`).
+    case eventsRead = "events:read"
     /// Everything, including re-queueing.
     case admin
 }

@@ -21,7 +21,18 @@ enum JSONInput {
         } catch let error as HTTPError where error.status == .contentTooLarge {
             throw APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes.")
         }
-        let bytes = Array(buffer.readableBytesView)
+        let object = try parseObject(Array(buffer.readableBytesView))
+        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw APIProblem.badRequest(
+                "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).",
+                field: String(unknown.unicodeScalars.filter { (0x21...0x7E).contains($0.value) }.prefix(64).map(Character.init))
+            )
+        }
+        return object
+    }
+
+    /// `bytes` as a JSON object, read by ``StrictJSON``; 400 naming what is wrong otherwise.
+    static func parseObject(_ bytes: [UInt8]) throws -> [String: JSONValue] {
         guard String(validating: bytes, as: UTF8.self) != nil else {
             throw APIProblem.badRequest("The body is not valid UTF-8.")
         }
@@ -33,12 +44,6 @@ enum JSONInput {
         }
         guard case .object(let object) = parsed else {
             throw APIProblem.badRequest("The body must be a JSON object.")
-        }
-        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw APIProblem.badRequest(
-                "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).",
-                field: String(unknown.unicodeScalars.filter { (0x21...0x7E).contains($0.value) }.prefix(64).map(Character.init))
-            )
         }
         return object
     }

@@ -1,3 +1,4 @@
+import AppleSignIn
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -14,6 +15,8 @@ import RevokerStore
 public struct RevokerAPI: Sendable {
     let queue: RevocationQueue
     let audit: AuditLog
+    let inbox: NotificationInbox
+    let appleNotifications: AppleNotificationVerifier?
     let database: PostgresClient
     let clientIDs: Set<String>
     let settings: HTTPSettings
@@ -28,6 +31,7 @@ public struct RevokerAPI: Sendable {
     ///   - clientIDs: the apps a request may name.
     ///   - defaultMaxAttempts: for a request that names none.
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
+    ///   - appleNotifications: verifies Apple's notifications; without it they are not received.
     public init(
         database: PostgresClient,
         queue: RevocationQueue,
@@ -35,11 +39,14 @@ public struct RevokerAPI: Sendable {
         clientIDs: Set<String>,
         defaultMaxAttempts: Int,
         registry: PrometheusCollectorRegistry,
+        appleNotifications: AppleNotificationVerifier? = nil,
         logger: Logger
     ) {
         self.database = database
         self.queue = queue
         self.audit = AuditLog(client: database, logger: logger)
+        self.inbox = NotificationInbox(client: database, logger: logger)
+        self.appleNotifications = appleNotifications
         self.clientIDs = clientIDs
         self.settings = settings
         self.defaultMaxAttempts = defaultMaxAttempts
@@ -91,6 +98,12 @@ public struct RevokerAPI: Sendable {
         v1.post("revocations/{id}/cancel") { request, context in try await self.cancel(request, context: context) }
         v1.post("revocations/{id}/requeue") { request, context in try await self.requeue(request, context: context) }
         v1.get("audit") { request, _ in try await self.auditTrail(request) }
+        v1.get("events") { request, _ in try await self.eventFeed(request) }
+        // No API key: Apple cannot send one; the notification's signature is its authentication.
+        v1.post("apple/notifications") { request, context in try await self.receiveAppleNotification(request, context: context, clientID: nil) }
+        v1.post("apple/notifications/{client_id}") { request, context in
+            try await self.receiveAppleNotification(request, context: context, clientID: context.parameters.get("client_id"))
+        }
         // Added last, so it wraps only the not-found answer.
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
         return router
@@ -277,6 +290,35 @@ public struct RevokerAPI: Sendable {
     }
 
     static let nextCursorHeader = HTTPField.Name("Revoker-Next-Cursor")!
+
+    // MARK: Events
+
+    func eventFeed(_ request: Request) async throws -> Response {
+        let caller = try keys.authorize(request, .eventsRead)
+        let query = try QueryInput(request, allowed: ["after", "client_id", "limit"])
+        var cursor: EventCursor?
+        if let text = try query.string("after", length: 1...64) {
+            guard let parsed = EventCursor(text) else {
+                throw APIProblem.badRequest("The cursor is not one this API returned.", field: "after")
+            }
+            cursor = parsed
+        }
+        var clientIDs = caller.filter
+        if let clientID = try query.string("client_id") {
+            try caller.require(clientID)
+            clientIDs = [clientID]
+        }
+        let limit = try query.integer("limit", range: 1...1000) ?? 100
+        let feed = EventFeed(client: database, logger: logger)
+        let events = try await store { [cursor, clientIDs] in try await feed.events(after: cursor, clientIDs: clientIDs, limit: limit) }
+        // The cursor to continue from: the last event's, or the one given when nothing is new.
+        let next = events.last?.cursor ?? cursor
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let next { headers[Self.nextCursorHeader] = next.description }
+        let text =
+            "{\"events\":[\(events.map(\.json).joined(separator: ","))],\"next_cursor\":\(next.map { AuditExport.jsonString($0.description) } ?? "null")}"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
 
     /// Whether `Accept` lists `mediaType` (a plain check; CSV is asked for explicitly).
     static func accepts(_ request: Request, _ mediaType: String) -> Bool {

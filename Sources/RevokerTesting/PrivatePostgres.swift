@@ -14,11 +14,50 @@ public final class PrivatePostgres: Sendable {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    /// Starts a server for the duration of `body`.
+    /// Starts a server for the duration of `body`. One private server runs at a time: tests that
+    /// stop and start servers while the whole suite loads the machine disturb each other less.
     public static func with<T>(_ body: (PrivatePostgres) async throws -> T) async throws -> T {
-        let server = try await PrivatePostgres()
-        defer { server.holder.terminate() }
-        return try await body(server)
+        await turn.acquire()
+        let server: PrivatePostgres
+        do {
+            server = try await PrivatePostgres()
+        } catch {
+            await turn.release()
+            throw error
+        }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(server))
+        } catch {
+            result = .failure(error)
+        }
+        server.holder.terminate()
+        await turn.release()
+        return try result.get()
+    }
+
+    private static let turn = Turn()
+
+    /// A first-come, first-served lock across tasks.
+    private actor Turn {
+        private var busy = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func acquire() async {
+            guard busy else {
+                busy = true
+                return
+            }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func release() {
+            if waiting.isEmpty {
+                busy = false
+            } else {
+                waiting.removeFirst().resume()
+            }
+        }
     }
 
     private init() async throws {

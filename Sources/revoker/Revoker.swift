@@ -14,7 +14,7 @@ struct Revoker: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkCommand.self, DrainCommand.self, ServeCommand.self, StatusCommand.self,
             AuditCommand.self, CheckCommand.self, KeygenCommand.self, APIKeyCommand.self, HealthCommand.self, SandboxCommand.self,
-            PruneCommand.self, DemoCommand.self, BenchCommand.self,
+            PruneCommand.self, EventsCommand.self, DemoCommand.self, BenchCommand.self,
         ]
     )
 

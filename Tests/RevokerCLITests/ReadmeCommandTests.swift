@@ -28,6 +28,7 @@ struct ReadmeCommandTests {
         "revoker serve": "Serving the API",
         "revoker sandbox": "Apple sandbox listening on",
         "revoker work": "",
+        "revoker events --follow": "following events",
     ]
 
     /// The commands, in the order the README shows them: shell code blocks and inline code

@@ -24,6 +24,7 @@ struct APIHarness: Sendable {
         let reader = Self.make()
         let auditor = Self.make()
         let admin = Self.make()
+        let events = Self.make()
         /// Every scope but admin, for the notes app only.
         let notesOnly = Self.make()
 
@@ -37,8 +38,10 @@ struct APIHarness: Sendable {
                 ["name": "support", "sha256": Self.hash(reader), "scopes": ["revocations:read"]],
                 ["name": "compliance", "sha256": Self.hash(auditor), "scopes": ["audit:read"]],
                 ["name": "ops", "sha256": Self.hash(admin), "scopes": ["admin"]],
+                ["name": "backend-events", "sha256": Self.hash(events), "scopes": ["events:read"]],
                 [
-                    "name": "notes-backend", "sha256": Self.hash(notesOnly), "scopes": ["revocations:write", "revocations:read", "audit:read"],
+                    "name": "notes-backend", "sha256": Self.hash(notesOnly),
+                    "scopes": ["revocations:write", "revocations:read", "audit:read", "events:read"],
                     "client_ids": ["com.example.notes"],
                 ],
             ]

@@ -104,6 +104,41 @@ struct AuditTrailTests {
                 await #expect(throws: (any Error).self) {
                     try await connection.query("DELETE FROM revoker.audit_events", logger: logger)
                 }
+                // The service stores a notification; its event is written by the outbox's trigger,
+                // which the service's role could not do itself.
+                try await connection.query(
+                    """
+                    INSERT INTO revoker.apple_notifications
+                        (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, issuer, key_id, had_email)
+                    VALUES ('jti-roles', 'com.example.app', 'email-enabled', 'email-enabled', 'u1', now(), now(),
+                            'https://appleid.apple.com', 'k1', false)
+                    """,
+                    logger: logger
+                )
+                await #expect(throws: (any Error).self) {
+                    try await connection.query(
+                        "INSERT INTO revoker.outbox_events (type, client_id) VALUES ('apple.email_enabled', 'x')",
+                        logger: logger
+                    )
+                }
+                await #expect(throws: (any Error).self) {
+                    try await connection.query("DELETE FROM revoker.apple_notifications", logger: logger)
+                }
+                try await connection.query("RESET ROLE", logger: logger)
+                // A backend in the same database reads the feed.
+                try await connection.query("SET ROLE revoker_enqueuer", logger: logger)
+                var visible = 0
+                let deadline = ContinuousClock.now + .seconds(30)
+                while visible == 0, ContinuousClock.now < deadline {
+                    let rows = try await connection.query(
+                        "SELECT count(*)::int FROM revoker.events WHERE type = 'apple.email_enabled'",
+                        logger: logger
+                    )
+                    .collect()
+                    visible = try rows.first?.decode(Int.self) ?? 0
+                    if visible == 0 { try await Task.sleep(for: .milliseconds(100)) }
+                }
+                #expect(visible == 1)
                 try await connection.query("RESET ROLE", logger: logger)
             }
         }

@@ -78,7 +78,11 @@ struct PipelineTests {
 
             let audit = try await harness.audit()
             let events = { (reference: String) in audit.filter { $0.externalReference == reference }.map(\.event) }
-            #expect(events("n-code") == ["enqueued", "claimed", "token_exchanged", "id_token_verified", "revoked", "succeeded", "credential_erased"])
+            #expect(
+                events("n-code") == [
+                    "enqueued", "claimed", "exchange_started", "token_exchanged", "id_token_verified", "revoked", "succeeded", "credential_erased",
+                ]
+            )
             #expect(events("p-match").contains("id_token_verified"))
             #expect(events("p-mismatch").contains("id_token_mismatch"))
             #expect(audit.filter { $0.event == "revoked" }.allSatisfy { $0.latencyMilliseconds != nil && $0.httpStatus == 200 })

@@ -12,7 +12,10 @@
 -- revoker_enqueuer app backends that enqueue inside their own transaction: EXECUTE on
 --                  revoker.enqueue_revocation only, plus SELECT on the request's state columns
 --                  (never the credential columns or the intake).
--- revoker_auditor  compliance: SELECT on revoker.audit_events only.
+-- revoker_auditor  compliance: SELECT on revoker.audit_events and revoker.apple_notifications.
+--
+-- The outbox (revoker.outbox_events) is written only by its triggers (SECURITY DEFINER, owned
+-- by the schema owner): the service's role reads it but cannot add, change or remove an event.
 --
 -- Migrations run as the schema owner (a role distinct from these), which owns the tables and
 -- the SECURITY DEFINER enqueue function.
@@ -46,6 +49,10 @@ GRANT USAGE ON SEQUENCE revoker.audit_events_id_seq TO revoker_worker;
 GRANT SELECT, INSERT, DELETE ON revoker.apps TO revoker_worker;
 GRANT SELECT, INSERT, UPDATE ON revoker.intake_keys TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_worker;
+-- Migration 0004: Apple's notifications are appended, the outbox is read.
+GRANT SELECT, INSERT ON revoker.apple_notifications TO revoker_worker;
+GRANT USAGE ON SEQUENCE revoker.apple_notifications_id_seq TO revoker_worker;
+GRANT SELECT ON revoker.outbox_events, revoker.events TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;
@@ -53,6 +60,8 @@ GRANT SELECT (id, client_id, external_reference, apple_user_id, credential_kind,
               outcome, attempts, max_attempts, run_after, last_error_code, last_error_description, requeued_from,
               created_at, updated_at, finished_at)
     ON revoker.revocation_requests TO revoker_enqueuer;
+-- The event feed, for backends in the same database (LISTEN revoker_events needs no grant).
+GRANT SELECT ON revoker.events TO revoker_enqueuer;
 
 -- Auditor
-GRANT SELECT ON revoker.audit_events TO revoker_auditor;
+GRANT SELECT ON revoker.audit_events, revoker.apple_notifications TO revoker_auditor;

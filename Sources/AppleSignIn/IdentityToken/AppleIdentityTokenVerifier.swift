@@ -57,25 +57,23 @@ public struct AppleIdentityClaims: JWTPayload, Equatable {
     public func verify(using _: some JWTAlgorithm) {}
 }
 
-/// Verifies the `id_token` that `/auth/token` returns: RS256 against Apple's published keys,
-/// then `iss`, `aud` and `exp`.
-///
-/// Keys are fetched from `{base}/auth/keys`, cached, and fetched again when a token names a
-/// key the cache does not hold (Apple rotates keys), at most once per ``minimumRefreshInterval``.
-public actor AppleIdentityTokenVerifier {
-    private let client: AppleClient
-    private let minimumRefreshInterval: Duration
+/// Verifies the `id_token` that `/auth/token` returns: RS256 against Apple's published keys
+/// (``AppleKeySet``), then `iss`, `aud` and `exp`.
+public struct AppleIdentityTokenVerifier: Sendable {
+    /// Apple's keys, shared with the notification verifier.
+    public let keys: AppleKeySet
     private let leeway: TimeInterval
-    private var keys = JWTKeyCollection()
-    private var knownKeyIDs: Set<String> = []
-    private var lastRefresh: ContinuousClock.Instant?
 
     /// - Parameters:
     ///   - minimumRefreshInterval: stops a flood of tokens with made-up `kid`s from hammering Apple.
     ///   - leeway: clock skew tolerated on `exp`.
     public init(client: AppleClient, minimumRefreshInterval: Duration = .seconds(60), leeway: Duration = .seconds(60)) {
-        self.client = client
-        self.minimumRefreshInterval = minimumRefreshInterval
+        self.init(keys: AppleKeySet(client: client, minimumRefreshInterval: minimumRefreshInterval), leeway: leeway)
+    }
+
+    /// A verifier over an existing key set.
+    public init(keys: AppleKeySet, leeway: Duration = .seconds(60)) {
+        self.keys = keys
         self.leeway = TimeInterval(leeway.components.seconds)
     }
 
@@ -84,26 +82,12 @@ public actor AppleIdentityTokenVerifier {
     /// Throws ``AppleSignInError`` when the token is bad, ``AppleAPIError`` when Apple's keys
     /// cannot be fetched.
     public func verify(_ token: String, clientID: String, now: Date = Date()) async throws -> AppleIdentityClaims {
-        let header: JWTHeader
-        do {
-            header = try DefaultJWTParser().parse(Array(token.utf8), as: AppleIdentityClaims.self).header
-        } catch {
-            throw AppleSignInError(.malformedIdentityToken, "The identity token is not a well-formed JWS.")
-        }
-        guard header.alg == "RS256", let kid = header.kid else {
-            throw AppleSignInError(.malformedIdentityToken, "The identity token is not RS256 with a key id.")
-        }
-        if !knownKeyIDs.contains(kid) {
-            try await refreshKeys()
-            guard knownKeyIDs.contains(kid) else {
-                throw AppleSignInError(.unknownSigningKey, "The identity token is signed by key '\(kid.prefix(64))', which Apple does not publish.")
-            }
-        }
+        _ = try await keys.verifySignature(token, of: .identityToken)
         let claims: AppleIdentityClaims
         do {
-            claims = try await keys.verify(token, as: AppleIdentityClaims.self)
+            claims = try DefaultJWTParser().parse(Array(token.utf8), as: AppleIdentityClaims.self).payload
         } catch {
-            throw AppleSignInError(.invalidSignature, "The identity token's signature does not verify with Apple's key '\(kid.prefix(64))'.")
+            throw AppleSignInError(.malformedIdentityToken, "The identity token's claims are not Apple's identity-token claims.")
         }
         guard claims.issuer.value == AppleIdentityClaims.appleIssuer else {
             throw AppleSignInError(.wrongIssuer, "The identity token was issued by '\(claims.issuer.value.prefix(100))', not Apple.")
@@ -115,24 +99,5 @@ public actor AppleIdentityTokenVerifier {
             throw AppleSignInError(.expiredIdentityToken, "The identity token expired at \(claims.expires.value).")
         }
         return claims
-    }
-
-    private func refreshKeys() async throws {
-        if let lastRefresh, ContinuousClock.now - lastRefresh < minimumRefreshInterval, !knownKeyIDs.isEmpty { return }
-        lastRefresh = .now
-        let jwks = try await client.keys()
-        let fresh = JWTKeyCollection()
-        var ids: Set<String> = []
-        for key in jwks.keys {
-            guard let kid = key.keyIdentifier?.string, key.keyType == .rsa else { continue }
-            do {
-                try await fresh.add(jwk: key)
-                ids.insert(kid)
-            } catch {
-                continue
-            }
-        }
-        keys = fresh
-        knownKeyIDs = ids
     }
 }

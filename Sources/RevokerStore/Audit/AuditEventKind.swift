@@ -47,6 +47,12 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let appResumed = Self("app_resumed")
     /// An Apple error answer worth recording on its own.
     public static let appleError = Self("apple_error")
+    /// One of Apple's server-to-server notifications, accepted (about an app's user, or the
+    /// request it ended).
+    public static let appleNotification = Self("apple_notification")
+    /// A code exchange is about to be sent: if the attempt dies before its result is stored, a
+    /// later refusal of the code may be Revoker's own doing.
+    public static let exchangeStarted = Self("exchange_started")
     /// A free-form note (detail says what).
     public static let note = Self("note")
 
@@ -54,7 +60,7 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let all: [AuditEventKind] = [
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
-        .requeued, .appPaused, .appResumed, .appleError, .note,
+        .requeued, .appPaused, .appResumed, .appleError, .appleNotification, .exchangeStarted, .note,
     ]
     public var description: String { self.rawValue }
 }

@@ -40,5 +40,10 @@ public struct Migration: Sendable, Hashable {
             name: "0003_sql_path_hardening",
             sql: String(decoding: PackageResources._003_sql_path_hardening_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 4,
+            name: "0004_notifications_and_events",
+            sql: String(decoding: PackageResources._004_notifications_and_events_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -8,6 +8,25 @@ public struct ClaimedRevocation: Sendable, CustomStringConvertible {
     public var credential: Credential
     /// The lease for fenced operations.
     public var lease: Lease
+    /// What Apple's notifications said of the request's user before the claim, if anything.
+    public var userRevocation: UserRevocation?
+    /// Whether an earlier attempt started exchanging the stored code (an `exchange_started`
+    /// event) without storing what it yielded: Apple may already have used the code.
+    public var exchangeStartedBefore: Bool
+
+    public init(
+        request: RevocationRequest,
+        credential: Credential,
+        lease: Lease,
+        userRevocation: UserRevocation? = nil,
+        exchangeStartedBefore: Bool = false
+    ) {
+        self.request = request
+        self.credential = credential
+        self.lease = lease
+        self.userRevocation = userRevocation
+        self.exchangeStartedBefore = exchangeStartedBefore
+    }
 
     public var description: String {
         "ClaimedRevocation(id: \(self.request.id), kind: \(self.credential.kind), fencingToken: \(self.lease.fencingToken))"

@@ -13,8 +13,15 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     public static let revoked = Self("revoked")
     /// The token was already invalid: nothing left to revoke (state `succeeded`).
     public static let alreadyInvalid = Self("already_invalid")
+    /// Apple told Revoker that the user revoked the grant (`consent-revoked`) or deleted their
+    /// Apple account (`account-delete`): nothing left to revoke (state `succeeded`).
+    public static let revokedByUser = Self("revoked_by_user")
     /// Apple rejected the authorization code (expired, used, other client) (state `failed`).
     public static let codeRejected = Self("code_rejected")
+    /// A rescued request's code exchange was refused after an earlier attempt had started one:
+    /// the earlier attempt may have used the code, so what became of the grant is unknown
+    /// (state `failed`).
+    public static let exchangeLost = Self("exchange_lost")
     /// The id_token's subject differs from the enqueued Apple user id (state `failed`).
     public static let subjectMismatch = Self("subject_mismatch")
     /// Attempts ran out on transient errors (state `failed`).
@@ -28,13 +35,14 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     public static let cancelled = Self("cancelled")
     /// All outcomes.
     public static let all: [RevocationOutcome] = [
-        .revoked, .alreadyInvalid, .codeRejected, .subjectMismatch, .exhausted, .clientMisconfigured, .rejected, .cancelled,
+        .revoked, .alreadyInvalid, .revokedByUser, .codeRejected, .exchangeLost, .subjectMismatch, .exhausted, .clientMisconfigured, .rejected,
+        .cancelled,
     ]
 
     /// The final state this outcome belongs to.
     public var state: RevocationState {
         switch self {
-        case .revoked, .alreadyInvalid: .succeeded
+        case .revoked, .alreadyInvalid, .revokedByUser: .succeeded
         case .cancelled: .cancelled
         default: .failed
         }

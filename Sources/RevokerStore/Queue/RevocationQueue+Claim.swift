@@ -49,8 +49,21 @@ extension RevocationQueue {
                     ), audit AS (
                         \(unescaped: AuditWriter.insert(from: "claimed_events"))
                     )
-                    SELECT claimed.*, i.credential AS intake_credential, i.key_id AS intake_key_id, i.sealed AS intake_sealed
+                    SELECT claimed.*, i.credential AS intake_credential, i.key_id AS intake_key_id, i.sealed AS intake_sealed,
+                           u.type AS user_revocation,
+                           -- Did an earlier attempt start exchanging this code?
+                           (claimed.credential_kind = 'authorization_code' AND EXISTS (
+                               SELECT 1 FROM revoker.audit_events a WHERE a.request_id = claimed.id AND a.event = 'exchange_started'
+                           )) AS exchange_started
                     FROM claimed LEFT JOIN revoker.credential_intake i ON i.request_id = claimed.id
+                    -- Has Apple told us that this user revoked the app's grants, or deleted the account?
+                    LEFT JOIN LATERAL (
+                        SELECT n.type FROM revoker.apple_notifications n
+                        WHERE n.client_id = claimed.client_id AND n.apple_user_id = claimed.apple_user_id
+                          AND n.type IN ('consent-revoked', 'account-delete')
+                        ORDER BY n.type = 'account-delete' DESC
+                        LIMIT 1
+                    ) u ON true
                     ORDER BY (claimed.credential_kind <> 'authorization_code'), claimed.run_after, claimed.id
                     """,
                     logger: self.logger
@@ -110,7 +123,16 @@ extension RevocationQueue {
                         throw RevokerStoreError(.unexpectedData, "a claimed request has no lease expiry")
                     }
                     let lease = Lease(requestID: request.id, fencingToken: request.fencingToken, owner: owner, expiresAt: expiresAt)
-                    result.append(ClaimedRevocation(request: request, credential: credential, lease: lease))
+                    let userRevocation = try cells["user_revocation"].decode(String?.self).flatMap(UserRevocation.init(rawValue:))
+                    result.append(
+                        ClaimedRevocation(
+                            request: request,
+                            credential: credential,
+                            lease: lease,
+                            userRevocation: userRevocation,
+                            exchangeStartedBefore: try cells["exchange_started"].decode(Bool.self)
+                        )
+                    )
                 }
                 return result
             }

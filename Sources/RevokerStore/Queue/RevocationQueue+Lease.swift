@@ -100,7 +100,8 @@ extension RevocationQueue {
     }
 
     /// Appends audit events for pipeline steps. Returns false (writing nothing) if the lease is stale.
+    /// Concurrent calls share one statement.
     public func record(_ lease: Lease, events: [AuditEvent]) async throws -> Bool {
-        try await applyFenced(FencedRow(lease, events: events, Fenced.Record()))
+        try await records.submit(FencedRow(lease, events: events, Fenced.Record())) { rows in try await self.applyFencedBatch(rows) }
     }
 }

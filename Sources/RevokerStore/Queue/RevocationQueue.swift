@@ -14,9 +14,10 @@ public struct RevocationQueue: Sendable {
     let client: PostgresClient
     let sealer: CredentialSealer
     let logger: Logger
-    /// Concurrent finishes and credential replacements share statements (copies of the queue share these).
+    /// Concurrent finishes, credential replacements and recorded steps share statements (copies of the queue share these).
     let finishes = GroupCommit<FencedRow<Fenced.Finish>>()
     let replacements = GroupCommit<FencedRow<Fenced.Replace>>()
+    let records = GroupCommit<FencedRow<Fenced.Record>>()
 
     /// Creates a queue on a running `PostgresClient`.
     public init(client: PostgresClient, sealer: CredentialSealer, logger: Logger) {

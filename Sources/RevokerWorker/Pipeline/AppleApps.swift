@@ -17,15 +17,21 @@ public struct AppleApps: Sendable {
     /// Verifies identity tokens from `/auth/token`.
     public let verifier: AppleIdentityTokenVerifier
 
-    /// Prepares a signer per app; each secret lives `clientSecretLifetime`.
-    public init(apps: some Sequence<AppleAppSettings>, clientSecretLifetime: Duration, client: AppleClient) async throws {
+    /// Prepares a signer per app; each secret lives `clientSecretLifetime`. Identity tokens are
+    /// verified with `keys` (Apple's keys from `client` when nil).
+    public init(
+        apps: some Sequence<AppleAppSettings>,
+        clientSecretLifetime: Duration,
+        client: AppleClient,
+        keys: AppleKeySet? = nil
+    ) async throws {
         var entries: [String: Entry] = [:]
         for app in apps {
             let signer = try await ClientSecretSigner(app: app.apple, lifetime: clientSecretLifetime)
             entries[app.apple.clientID] = Entry(client: AppleAppClient(client: client, signer: signer), defaultRedirectURI: app.defaultRedirectURI)
         }
         self.entries = entries
-        self.verifier = AppleIdentityTokenVerifier(client: client)
+        self.verifier = AppleIdentityTokenVerifier(keys: keys ?? AppleKeySet(client: client))
     }
 
     public subscript(clientID: String) -> Entry? { entries[clientID] }

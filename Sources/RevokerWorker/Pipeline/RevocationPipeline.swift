@@ -85,12 +85,22 @@ public struct RevocationPipeline: Sendable {
                 error: ErrorDetail(code: "unknown_client_id", description: "no configuration for this client_id")
             )
         }
+        if run.claimed.userRevocation == .accountDeleted {
+            // The Apple account is gone, and every grant with it: nothing to call Apple about.
+            run.events.append(AuditEvent(.note, detail: "Apple reported that the user deleted their Apple account; no grant is left"))
+            return try await finish(&run, .revokedByUser)
+        }
         var token = run.claimed.credential.secret
         var hint = TokenTypeHint.refreshToken
 
         switch run.claimed.credential.kind {
         case .authorizationCode:
             let redirectURI = run.request.redirectURI ?? app.defaultRedirectURI
+            // Recorded before the call: should this attempt die before the refresh token is
+            // stored, the next one knows that a refusal of the code may be our own doing.
+            let (lease, started) = (run.lease, run.events + [AuditEvent(.exchangeStarted, appleEndpoint: AppleEndpoint.token.rawValue)])
+            guard try await store({ try await queue.record(lease, events: started) }) else { return .leaseLost }
+            run.events = []
             let response: AppleTokenResponse
             switch await call(.token, { try await app.client.exchange(code: token, redirectURI: redirectURI) }) {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .exchange, &run)
@@ -209,7 +219,16 @@ public struct RevocationPipeline: Sendable {
         let error = ErrorDetail(code: failure.error ?? failure.classification.rawValue, description: failure.errorDescription ?? failure.detail)
         switch failure.classification {
         case .credentialRejected:
+            if run.claimed.userRevocation == .consentRevoked, step == .exchange || step == .validate {
+                // Apple told us the user revoked the grant; the refusal confirms it.
+                return try await finish(&run, .revokedByUser, error: error)
+            }
             switch step {
+            case .exchange where run.claimed.exchangeStartedBefore:
+                run.logger.warning(
+                    "Apple refused a code that an earlier attempt had started exchanging; the grant it yielded, if any, is unknown"
+                )
+                return try await finish(&run, .exchangeLost, error: error)
             case .exchange: return try await finish(&run, .codeRejected, error: error)
             case .validate, .revoke, .keys: return try await finish(&run, .alreadyInvalid, error: error)
             }

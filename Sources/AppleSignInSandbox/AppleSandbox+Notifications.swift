@@ -1,0 +1,96 @@
+import AppleSignIn
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// `/sandbox/notifications`: Apple's server-to-server notifications, sent to a receiver as
+/// Apple sends them, or broken in the ways a receiver must refuse.
+extension AppleSandbox {
+    func sendNotification(_ request: Request, context: SandboxRequestContext) async throws -> Response {
+        let body = try await request.decode(as: SandboxAdmin.Notification.self, context: context)
+        let jti = "sbx" + SandboxState.randomHex().prefix(24)
+        let payload = try await notificationJWS(body, jti: jti, now: Date())
+        if AppleNotificationType(rawValue: body.type)?.endsGrants == true, (body.variant ?? .genuine) == .genuine {
+            // What the user did at Apple happens whether or not the receiver listens.
+            await state.userEndedGrants(clientID: body.clientID, subject: body.subject)
+        }
+        let message = try JSONSerialization.data(withJSONObject: ["payload": payload])
+        await notifications.remember(jti, message: message, url: body.url)
+        return Self.json(try await Self.post(message, to: body.url, jti: jti))
+    }
+
+    func replayNotification(_ request: Request, context: SandboxRequestContext) async throws -> Response {
+        let body = try await request.decode(as: SandboxAdmin.Replay.self, context: context)
+        guard let sent = await notifications.sent(body.jti) else { throw HTTPError(.notFound, message: "no notification with this jti was sent") }
+        return Self.json(try await Self.post(sent.message, to: body.url ?? sent.url, jti: body.jti))
+    }
+
+    /// The JWS Apple would send, or the variant asked for.
+    func notificationJWS(_ body: SandboxAdmin.Notification, jti: String, now: Date) async throws -> String {
+        let variant = body.variant ?? .genuine
+        var event: [String: Any] = ["type": body.type, "sub": body.subject, "event_time": Int64(now.timeIntervalSince1970 * 1000)]
+        if let email = body.email { event["email"] = email }
+        if let isPrivateEmail = body.isPrivateEmail { event["is_private_email"] = isPrivateEmail ? "true" : "false" }
+        let eventText = String(decoding: try JSONSerialization.data(withJSONObject: event, options: [.sortedKeys]), as: UTF8.self)
+        let issuedAt = Int64(now.timeIntervalSince1970)
+        var claims: [String: Any] = [
+            "iss": AppleIdentityClaims.appleIssuer, "aud": body.clientID, "iat": issuedAt, "jti": jti, "events": eventText,
+        ]
+        let kid = await identityTokens.currentKeyID
+        var header: [String: Any] = ["alg": "RS256", "kid": kid]
+        switch variant {
+        case .genuine, .forged, .unknownKey: break
+        case .expired:
+            claims["iat"] = issuedAt - 2 * 86_400
+            claims["exp"] = issuedAt - 3600
+        case .issuedInFuture: claims["iat"] = issuedAt + 3600
+        case .wrongAudience: claims["aud"] = body.clientID + ".other"
+        case .wrongIssuer: claims["iss"] = "https://account.apple.com"
+        case .malformedEvents: claims["events"] = event
+        case .algorithmNone:
+            header["alg"] = "none"
+            return try SandboxIdentityTokens.segment(header) + "." + SandboxIdentityTokens.segment(claims) + "."
+        case .hmacWithPublicKey:
+            header["alg"] = "HS256"
+            let input = try SandboxIdentityTokens.segment(header) + "." + SandboxIdentityTokens.segment(claims)
+            let mac = HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: SymmetricKey(data: await identityTokens.currentJWK))
+            return input + "." + Data(mac).base64URLEncoded
+        }
+        switch variant {
+        case .forged:
+            return try await identityTokens.signRS256(header: header, claims: claims, unpublished: true)
+        case .unknownKey:
+            header["kid"] = "sbx-unpublished"
+            return try await identityTokens.signRS256(header: header, claims: claims, unpublished: true)
+        default:
+            return try await identityTokens.signRS256(header: header, claims: claims)
+        }
+    }
+
+    static func post(_ message: Data, to url: String, jti: String) async throws -> SandboxAdmin.NotificationDelivery {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "User-Agent", value: "AppleSignInSandbox")
+        request.body = .bytes(ByteBuffer(data: message))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        var body = try await response.body.collect(upTo: 1024 * 1024)
+        let text = body.readString(length: min(body.readableBytes, 4096)) ?? ""
+        return SandboxAdmin.NotificationDelivery(jti: jti, status: Int(response.status.code), body: text)
+    }
+}
+
+/// Notifications the sandbox sent, for replays.
+actor SentNotifications {
+    private var sent: [String: (message: Data, url: String)] = [:]
+
+    func remember(_ jti: String, message: Data, url: String) {
+        sent[jti] = (message, url)
+    }
+
+    func sent(_ jti: String) -> (message: Data, url: String)? { sent[jti] }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Reads the outbox in order. An event is handed out only once every transaction older than
+/// the one that wrote it has ended (its transaction id is below the snapshot's xmin), so no
+/// event can later appear behind a cursor a reader already passed.
+public struct EventFeed: Sendable {
+    /// The channel the outbox's insert trigger notifies.
+    public static let wakeUpChannel = "revoker_events"
+
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Up to `limit` events after `cursor` (from the start when nil), oldest first; only the
+    /// apps in `clientIDs` when given.
+    public func events(after cursor: EventCursor?, clientIDs: [String]? = nil, limit: Int = 100) async throws -> [OutboxEvent] {
+        guard (1...1000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000") }
+        let transaction = cursor.map { String($0.transaction) }
+        let position = cursor?.position
+        return try await StoreDatabase.run(logger) {
+            let rows = try await client.query(
+                """
+                SELECT e.txid::text, e.position, e.id, e.type, e.client_id, e.occurred_at, e.request_id, e.external_reference,
+                       e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time
+                FROM revoker.outbox_events e
+                WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())
+                  AND (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
+                  AND (\(clientIDs)::text[] IS NULL OR e.client_id = ANY(\(clientIDs)::text[]))
+                ORDER BY e.txid, e.position
+                LIMIT \(limit)
+                """,
+                logger: logger
+            ).collect()
+            return try rows.map(Self.decode)
+        }
+    }
+
+    static func decode(_ row: PostgresRow) throws -> OutboxEvent {
+        let (
+            transaction, position, id, type, clientID, occurredAt, requestID, reference, appleUserID, outcome, errorCode, notificationID, eventTime
+        ) =
+            try row.decode((String, Int64, UUID, String, String, Date, UUID?, String?, String?, String?, String?, String?, Date?).self)
+        guard let txid = UInt64(transaction) else { throw RevokerStoreError(.unexpectedData, "an event's transaction id is not a number") }
+        return OutboxEvent(
+            id: id,
+            type: type,
+            clientID: clientID,
+            occurredAt: occurredAt,
+            cursor: EventCursor(transaction: txid, position: position),
+            requestID: requestID,
+            externalReference: reference,
+            appleUserID: appleUserID,
+            outcome: outcome,
+            errorCode: errorCode,
+            notificationID: notificationID,
+            eventTime: eventTime
+        )
+    }
+}

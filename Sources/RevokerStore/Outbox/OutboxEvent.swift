@@ -1,0 +1,84 @@
+import Foundation
+
+/// One event for the app backend, as the outbox holds it: a request's final outcome, or one of
+/// Apple's notifications. Never holds a credential.
+public struct OutboxEvent: Sendable, Equatable {
+    /// Unique; the `webhook-id` of every delivery of this event, so receivers can drop repeats.
+    public var id: UUID
+    /// `revocation.succeeded`, `revocation.failed`, `revocation.cancelled`, `apple.consent_revoked`,
+    /// `apple.account_deleted`, `apple.email_disabled` or `apple.email_enabled`.
+    public var type: String
+    public var clientID: String
+    /// When the change it reports committed.
+    public var occurredAt: Date
+    /// Its place in the feed.
+    public var cursor: EventCursor
+    public var requestID: UUID?
+    public var externalReference: String?
+    public var appleUserID: String?
+    /// The request's outcome (`revocation.*`).
+    public var outcome: String?
+    /// The last error's code (`revocation.failed`).
+    public var errorCode: String?
+    /// Apple's `jti` (`apple.*`).
+    public var notificationID: String?
+    /// When the user acted, by Apple's clock (`apple.*`).
+    public var eventTime: Date?
+
+    /// The types an event can have.
+    public static let types = [
+        "revocation.succeeded", "revocation.failed", "revocation.cancelled",
+        "apple.consent_revoked", "apple.account_deleted", "apple.email_disabled", "apple.email_enabled",
+    ]
+
+    /// The event as one JSON object, the same for `GET /v1/events`, `revoker events` and webhook
+    /// bodies: `id`, `type`, `timestamp`, `client_id`, `cursor` and the event's `data`.
+    public var json: String {
+        var data: [(String, String)] = []
+        func add(_ key: String, _ value: String?) {
+            if let value { data.append((key, AuditExport.jsonString(value))) }
+        }
+        add("request_id", requestID?.uuidString.lowercased())
+        add("external_reference", externalReference)
+        add("apple_user_id", appleUserID)
+        add("outcome", outcome)
+        add("error_code", errorCode)
+        add("notification_id", notificationID)
+        add("event_time", eventTime.map(AuditExport.timestamp))
+        let members = [
+            ("id", AuditExport.jsonString(id.uuidString.lowercased())),
+            ("type", AuditExport.jsonString(type)),
+            ("timestamp", AuditExport.jsonString(AuditExport.timestamp(occurredAt))),
+            ("client_id", AuditExport.jsonString(clientID)),
+            ("cursor", AuditExport.jsonString(cursor.description)),
+            ("data", "{" + data.map { "\(AuditExport.jsonString($0.0)):\($0.1)" }.joined(separator: ",") + "}"),
+        ]
+        return "{" + members.map { "\(AuditExport.jsonString($0.0)):\($0.1)" }.joined(separator: ",") + "}"
+    }
+}
+
+/// A place in the event feed: the writing transaction's id and the event's position in it.
+/// Written `TXID-POSITION`; opaque to readers.
+public struct EventCursor: Sendable, Hashable, Comparable, LosslessStringConvertible {
+    public var transaction: UInt64
+    public var position: Int64
+
+    public init(transaction: UInt64, position: Int64) {
+        self.transaction = transaction
+        self.position = position
+    }
+
+    public init?(_ description: String) {
+        let parts = description.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.count <= 20 && $0.allSatisfy(\.isASCII) }),
+            let transaction = UInt64(parts[0]), let position = Int64(parts[1]), position >= 0
+        else { return nil }
+        self.init(transaction: transaction, position: position)
+    }
+
+    public var description: String { "\(transaction)-\(position)" }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        (lhs.transaction, lhs.position) < (rhs.transaction, rhs.position)
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import Testing
+
+@Suite("revoker events")
+struct EventsCommandTests {
+    @Test func printsTheFeedAsJSONLinesAndContinuesAfterACursor() async throws {
+        try await RevokerTestStack.with { stack in
+            let enqueued = try await stack.enqueue(clientID: "com.example.notes", reference: "to-cancel", kind: .refreshToken)
+            _ = try await stack.queue.cancel(id: enqueued.request.id, actor: "test")
+            let inbox = NotificationInbox(client: stack.database.client, logger: stack.logger)
+            let now = Date()
+            let receipt = try await inbox.receive(
+                ReceivedNotification(
+                    id: "jti-cli-1",
+                    clientID: "com.example.photos",
+                    type: "email-disabled",
+                    typeAsSent: "email-disabled",
+                    appleUserID: "000123.cli",
+                    eventTime: now,
+                    issuedAt: now,
+                    expiresAt: nil,
+                    issuer: "https://appleid.apple.com",
+                    keyID: "test",
+                    hadEmail: false,
+                    isPrivateEmail: nil
+                )
+            )
+            #expect(receipt == .accepted(endedRequests: 0))
+
+            // Events show once every older transaction in the (shared) cluster has ended.
+            var lines: [[String: Any]] = []
+            let deadline = ContinuousClock.now + .seconds(30)
+            while lines.count < 2, ContinuousClock.now < deadline {
+                let all = try await RevokerProcess.run(["events"], environment: stack.environment)
+                #expect(all.status == 0, "\(all.stderr)")
+                lines = all.stdout.split(separator: "\n").compactMap {
+                    try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                }
+                if lines.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(lines.map { $0["type"] as? String } == ["revocation.cancelled", "apple.email_disabled"])
+            #expect((lines.first?["data"] as? [String: Any])?["external_reference"] as? String == "to-cancel")
+
+            let cursor = try #require(lines.first?["cursor"] as? String)
+            let rest = try await RevokerProcess.run(["events", "--after", cursor], environment: stack.environment)
+            #expect(rest.stdout.split(separator: "\n").count == 1 && rest.stdout.contains("apple.email_disabled"), "\(rest.stdout)")
+            let photos = try await RevokerProcess.run(["events", "--client-id", "com.example.notes"], environment: stack.environment)
+            #expect(photos.stdout.split(separator: "\n").count == 1 && photos.stdout.contains("to-cancel"), "\(photos.stdout)")
+
+            let bad = try await RevokerProcess.run(["events", "--after", "yesterday"], environment: stack.environment)
+            #expect(bad.status != 0 && bad.stderr.contains("--after"), "\(bad.stderr)")
+        }
+    }
+}
