@@ -250,7 +250,7 @@ public struct Demo: Sendable {
             // The backend reads the feed; an event shows once older transactions have ended.
             let feed = EventFeed(client: running.database, logger: logger)
             var events: [OutboxEvent] = []
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(60)
             while events.count < 2, ContinuousClock.now < deadline {
                 events = try await feed.events(after: nil, clientIDs: [clientID], limit: 1000).filter { $0.appleUserID == subject }
                 if events.count < 2 { try await Task.sleep(for: .milliseconds(100)) }

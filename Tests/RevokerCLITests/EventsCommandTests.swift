@@ -30,16 +30,17 @@ struct EventsCommandTests {
             )
             #expect(receipt == .accepted(endedRequests: 0))
 
-            // Events show once every older transaction in the (shared) cluster has ended.
-            var lines: [[String: Any]] = []
-            let deadline = ContinuousClock.now + .seconds(30)
-            while lines.count < 2, ContinuousClock.now < deadline {
-                let all = try await RevokerProcess.run(["events"], environment: stack.environment)
-                #expect(all.status == 0, "\(all.stderr)")
-                lines = all.stdout.split(separator: "\n").compactMap {
-                    try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-                }
-                if lines.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
+            // Events show once every older writing transaction in the cluster has ended, and the
+            // whole suite shares this cluster: wait for both to show before asking the command.
+            let feed = EventFeed(client: stack.database.client, logger: stack.logger)
+            let deadline = ContinuousClock.now + .seconds(120)
+            while try await feed.events(after: nil).count < 2, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let all = try await RevokerProcess.run(["events"], environment: stack.environment)
+            #expect(all.status == 0, "\(all.stderr)")
+            let lines = all.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
             }
             #expect(lines.map { $0["type"] as? String } == ["revocation.cancelled", "apple.email_disabled"])
             #expect((lines.first?["data"] as? [String: Any])?["external_reference"] as? String == "to-cancel")

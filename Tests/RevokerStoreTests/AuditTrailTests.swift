@@ -128,7 +128,7 @@ struct AuditTrailTests {
                 // A backend in the same database reads the feed.
                 try await connection.query("SET ROLE revoker_enqueuer", logger: logger)
                 var visible = 0
-                let deadline = ContinuousClock.now + .seconds(30)
+                let deadline = ContinuousClock.now + .seconds(120)
                 while visible == 0, ContinuousClock.now < deadline {
                     let rows = try await connection.query(
                         "SELECT count(*)::int FROM revoker.events WHERE type = 'apple.email_enabled'",
