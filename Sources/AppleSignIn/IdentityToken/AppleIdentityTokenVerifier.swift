@@ -82,13 +82,7 @@ public struct AppleIdentityTokenVerifier: Sendable {
     /// Throws ``AppleSignInError`` when the token is bad, ``AppleAPIError`` when Apple's keys
     /// cannot be fetched.
     public func verify(_ token: String, clientID: String, now: Date = Date()) async throws -> AppleIdentityClaims {
-        _ = try await keys.verifySignature(token, of: .identityToken)
-        let claims: AppleIdentityClaims
-        do {
-            claims = try DefaultJWTParser().parse(Array(token.utf8), as: AppleIdentityClaims.self).payload
-        } catch {
-            throw AppleSignInError(.malformedIdentityToken, "The identity token's claims are not Apple's identity-token claims.")
-        }
+        let claims = try await keys.verifySignature(token, as: AppleIdentityClaims.self, of: .identityToken).payload
         guard claims.issuer.value == AppleIdentityClaims.appleIssuer else {
             throw AppleSignInError(.wrongIssuer, "The identity token was issued by '\(claims.issuer.value.prefix(100))', not Apple.")
         }

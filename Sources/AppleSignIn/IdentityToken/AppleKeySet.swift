@@ -40,13 +40,18 @@ public actor AppleKeySet {
     }
 
     /// Checks that `token` is a compact JWS whose header says RS256 with a `kid` Apple
-    /// publishes, and that its signature verifies with that key; returns the header's `kid`.
+    /// publishes, and that its signature verifies with that key; returns the header's `kid` and
+    /// the payload decoded as `Payload` (a payload that does not decode is malformed).
     ///
     /// Only the signature is checked here: the caller checks every claim.
-    func verifySignature(_ token: String, of subject: Subject) async throws -> String {
+    func verifySignature<Payload: JWTPayload>(
+        _ token: String,
+        as _: Payload.Type = SignatureOnly.self,
+        of subject: Subject
+    ) async throws -> (kid: String, payload: Payload) {
         let header: JWTHeader
         do {
-            header = try DefaultJWTParser().parse(Array(token.utf8), as: SignatureOnly.self).header
+            header = try DefaultJWTParser().parse(Array(token.utf8), as: Payload.self).header
         } catch {
             throw AppleSignInError(subject.malformed, "\(subject.noun) is not a well-formed JWS.")
         }
@@ -64,11 +69,10 @@ public actor AppleKeySet {
             }
         }
         do {
-            _ = try await keys.verify(token, as: SignatureOnly.self)
+            return (kid, try await keys.verify(token, as: Payload.self))
         } catch {
             throw AppleSignInError(.invalidSignature, "\(subject.noun)'s signature does not verify with Apple's key.")
         }
-        return kid
     }
 
     private func refresh() async throws {

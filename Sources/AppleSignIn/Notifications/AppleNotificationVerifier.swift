@@ -47,7 +47,7 @@ public struct AppleNotificationVerifier: Sendable {
     /// - Throws: ``AppleSignInError`` naming what is wrong (never echoing the token), or
     ///   ``AppleAPIError`` when Apple's keys cannot be fetched.
     public func verify(_ payload: String, clientID: String? = nil, now: Date = Date()) async throws -> AppleNotification {
-        let keyID = try await keys.verifySignature(payload, of: .notification)
+        let keyID = try await keys.verifySignature(payload, of: .notification).kid
         let claims = try Self.claims(of: payload)
 
         guard case .string(let issuer) = claims["iss"] else { throw Self.malformed("has no issuer (iss)") }
