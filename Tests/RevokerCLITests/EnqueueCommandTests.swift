@@ -150,7 +150,8 @@ struct EnqueueCommandTests {
         ),
     ]
 
-    @Test("refuses bad input with a clear message, without echoing the token, storing nothing", arguments: badInputs)
+    // One case at a time, like NewRevocationTests' SQL cases: a stack each, all at once, was a burst the suite hung in.
+    @Test("refuses bad input with a clear message, without echoing the token, storing nothing", .serialized, arguments: badInputs)
     func refusesBadInput(_ input: BadInput) async throws {
         try await CLIFixture.with { fixture in
             let token = randomToken()
