@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "RevokerStore", targets: ["RevokerStore"]),
         .library(name: "RevokerHTTP", targets: ["RevokerHTTP"]),
         .library(name: "RevokerWorker", targets: ["RevokerWorker"]),
+        .library(name: "RevokerEvents", targets: ["RevokerEvents"]),
         .library(name: "RevokerConfiguration", targets: ["RevokerConfiguration"]),
         .library(name: "RevokerApp", targets: ["RevokerApp"]),
         .library(name: "RevokerBench", targets: ["RevokerBench"]),
@@ -92,6 +93,22 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RevokerEvents",
+            dependencies: [
+                "AppleSignIn",
+                "RevokerStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RevokerHTTP",
             dependencies: [
                 "AppleSignIn",
@@ -114,6 +131,7 @@ let package = Package(
             name: "RevokerConfiguration",
             dependencies: [
                 "AppleSignIn",
+                "RevokerEvents",
                 "RevokerHTTP",
                 "RevokerStore",
                 "RevokerWorker",
@@ -125,6 +143,7 @@ let package = Package(
             name: "RevokerApp",
             dependencies: [
                 "AppleSignIn",
+                "RevokerEvents",
                 "RevokerConfiguration",
                 "RevokerHTTP",
                 "RevokerStore",
@@ -177,10 +196,12 @@ let package = Package(
                 "AppleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
+                "RevokerEvents",
                 "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerWorker",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -218,6 +239,7 @@ let package = Package(
                 "RevokerBench",
                 "RevokerConfiguration",
                 "RevokerDemo",
+                "RevokerEvents",
                 "RevokerHTTP",
                 "RevokerLocalStack",
                 "RevokerStore",

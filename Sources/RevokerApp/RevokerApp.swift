@@ -5,6 +5,7 @@ import Logging
 import PostgresNIO
 import Prometheus
 import RevokerConfiguration
+import RevokerEvents
 import RevokerHTTP
 import RevokerStore
 import RevokerWorker
@@ -123,18 +124,50 @@ public struct RevokerApp: Sendable {
             // records through the process's metrics system (a no-op unless bootstrapped), as
             // nothing would read the registry.
             let factory: any MetricsFactory = parts.contains(.api) ? PrometheusMetricsFactory(registry: metrics) : MetricsSystem.factory
+            let owner = RevocationWorker.defaultOwner()
             let worker = RevocationWorker(
                 queue: queue,
                 apps: apps,
                 settings: configuration.worker,
                 mode: workerMode,
+                owner: owner,
                 metrics: WorkerMetrics(factory: factory),
                 logger: logger
             )
             self.worker = worker
+            let draining = if case .drain = workerMode { true } else { false }
+            // A drain ends when the queue is empty; with webhooks, once they have its events too.
+            var workFinished: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)?
+            // Events go out from every worker process; an endpoint's lease keeps them in order.
+            if !configuration.webhooks.isEmpty {
+                if draining { workFinished = AsyncStream.makeStream(of: Void.self) }
+                let client = WebhookDeliverer.makeHTTPClient()
+                services.append(.init(service: HTTPClientService(client: client)))
+                let deliverer = WebhookDeliverer(
+                    endpoints: configuration.webhooks,
+                    settings: configuration.webhookDelivery,
+                    database: database,
+                    httpClient: client,
+                    owner: owner,
+                    metrics: factory,
+                    workFinished: workFinished?.stream,
+                    logger: logger
+                )
+                services.append(
+                    .init(
+                        service: AfterStartup(check: startup, service: deliverer),
+                        successTerminationBehavior: draining ? .gracefullyShutdownGroup : .cancelGroup
+                    )
+                )
+            }
             let ending: ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior =
-                if case .drain = workerMode { .gracefullyShutdownGroup } else { .cancelGroup }
-            services.append(.init(service: AfterStartup(check: startup, service: worker), successTerminationBehavior: ending))
+                !draining ? .cancelGroup : workFinished == nil ? .gracefullyShutdownGroup : .ignore
+            services.append(
+                .init(
+                    service: AfterStartup(check: startup, service: worker, finished: workFinished?.continuation),
+                    successTerminationBehavior: ending
+                )
+            )
         } else {
             self.worker = nil
         }
@@ -152,6 +185,7 @@ public struct RevokerApp: Sendable {
                 defaultMaxAttempts: configuration.worker.maxAttempts,
                 registry: metrics,
                 appleNotifications: notifications,
+                webhookApps: Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) }),
                 logger: logger
             )
             self.api = api
@@ -259,8 +293,11 @@ public struct RevokerApp: Sendable {
 struct AfterStartup<Wrapped: Service>: Service {
     let check: StartupCheck
     let service: Wrapped
+    /// Finished when the service returns or throws.
+    var finished: AsyncStream<Void>.Continuation?
 
     func run() async throws {
+        defer { finished?.finish() }
         try await check.run()
         try await service.run()
     }

@@ -1,5 +1,6 @@
 import AppleSignIn
 import Foundation
+import RevokerEvents
 import RevokerHTTP
 import RevokerWorker
 
@@ -13,6 +14,8 @@ struct ConfigurationFile: Decodable {
     var worker: WorkerEntry?
     var http: HTTPEntry?
     var appleNotifications: AppleNotificationsEntry?
+    var webhooks: [WebhookEntry] = []
+    var webhookDelivery: WebhookDeliveryEntry?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case databaseURL = "database_url"
@@ -21,6 +24,8 @@ struct ConfigurationFile: Decodable {
         case intakeKeysFile = "intake_keys_file"
         case apps, worker, http
         case appleNotifications = "apple_notifications"
+        case webhooks
+        case webhookDelivery = "webhook_delivery"
     }
 
     init() {}
@@ -35,6 +40,104 @@ struct ConfigurationFile: Decodable {
         worker = try container.decodeIfPresent(WorkerEntry.self, forKey: .worker)
         http = try container.decodeIfPresent(HTTPEntry.self, forKey: .http)
         appleNotifications = try container.decodeIfPresent(AppleNotificationsEntry.self, forKey: .appleNotifications)
+        webhooks = try container.decodeIfPresent([WebhookEntry].self, forKey: .webhooks) ?? []
+        webhookDelivery = try container.decodeIfPresent(WebhookDeliveryEntry.self, forKey: .webhookDelivery)
+    }
+
+    /// One receiver of events.
+    struct WebhookEntry: Decodable {
+        var name: String?
+        var url: String?
+        var secretFile: String?
+        var clientIDs: [String]?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case name, url
+            case secretFile = "secret_file"
+            case clientIDs = "client_ids"
+        }
+
+        /// The endpoint, its secret read from its file; `apps` are the configured client_ids.
+        func load(where place: String, apps: Set<String>, secretFiles: inout SecretFiles) throws -> WebhookEndpoint {
+            guard let name, let url, let secretFile, let clientIDs else {
+                let missing =
+                    [("name", name), ("url", url), ("secret_file", secretFile)].filter { $0.1 == nil }.map(\.0)
+                    + (clientIDs == nil ? ["client_ids"] : [])
+                throw ConfigurationError("\(place) lacks \(missing.joined(separator: ", ")).")
+            }
+            guard (1...64).contains(name.count), name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
+                throw ConfigurationError("\(place): name must be 1-64 letters, digits, '-', '_' or '.'.")
+            }
+            guard let parsed = URLComponents(string: url), let scheme = parsed.scheme?.lowercased(), let host = parsed.host, !host.isEmpty,
+                parsed.user == nil, parsed.password == nil
+            else {
+                throw ConfigurationError("\(place): url must be an absolute https:// URL without user or password.")
+            }
+            let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
+            guard scheme == "https" || (scheme == "http" && loopback) else {
+                throw ConfigurationError("\(place): url must use https:// (plain http:// only to a loopback address, for tests).")
+            }
+            guard !clientIDs.isEmpty else { throw ConfigurationError("\(place): client_ids must name at least one app.") }
+            if let unknown = clientIDs.first(where: { !apps.contains($0) }) {
+                throw ConfigurationError("\(place): client_ids names '\(unknown.prefix(255))', which no configured app has.")
+            }
+            guard let data = FileManager.default.contents(atPath: secretFile), let text = String(data: data, encoding: .utf8) else {
+                throw ConfigurationError("\(place): the secret file '\(secretFile)' cannot be read.")
+            }
+            guard let secret = WebhookSecret(text) else {
+                throw ConfigurationError(
+                    "\(place): the secret file '\(secretFile)' must hold whsec_ and the base64 of 24-64 bytes, as `revoker keygen --webhook` prints."
+                )
+            }
+            secretFiles.check(secretFile, holding: "the signing secret of webhook \(name)")
+            return WebhookEndpoint(name: name, url: url, secret: secret, clientIDs: Set(clientIDs))
+        }
+    }
+
+    /// How webhooks are delivered.
+    struct WebhookDeliveryEntry: Decodable {
+        var timeoutSeconds: Double?
+        var retryBaseSeconds: Double?
+        var retryCapSeconds: Double?
+        var parkAfterSeconds: Double?
+        var pollIntervalSeconds: Double?
+        var leaseSeconds: Double?
+        var drainSeconds: Double?
+        var fromStart: Bool?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case leaseSeconds = "lease_seconds"
+            case timeoutSeconds = "timeout_seconds"
+            case retryBaseSeconds = "retry_base_seconds"
+            case retryCapSeconds = "retry_cap_seconds"
+            case parkAfterSeconds = "park_after_seconds"
+            case pollIntervalSeconds = "poll_interval_seconds"
+            case drainSeconds = "drain_seconds"
+            case fromStart = "from_start"
+        }
+
+        func settings(source: String) throws -> WebhookSettings {
+            var settings = WebhookSettings()
+            func seconds(_ value: Double?, _ name: String, _ range: ClosedRange<Double>) throws -> Duration? {
+                guard let value else { return nil }
+                guard range.contains(value) else {
+                    throw ConfigurationError("webhook_delivery.\(name) in \(source) must be between \(range.lowerBound) and \(range.upperBound).")
+                }
+                return .milliseconds(Int64(value * 1000))
+            }
+            settings.timeout = try seconds(timeoutSeconds, "timeout_seconds", 0.1...120) ?? settings.timeout
+            settings.retryBase = try seconds(retryBaseSeconds, "retry_base_seconds", 0.01...3600) ?? settings.retryBase
+            settings.retryCap = try seconds(retryCapSeconds, "retry_cap_seconds", 0.01...86_400) ?? settings.retryCap
+            settings.parkAfter = try seconds(parkAfterSeconds, "park_after_seconds", 0.1...604_800) ?? settings.parkAfter
+            settings.pollInterval = try seconds(pollIntervalSeconds, "poll_interval_seconds", 0.05...600) ?? settings.pollInterval
+            settings.lease = try seconds(leaseSeconds, "lease_seconds", 5...3600) ?? settings.lease
+            settings.drainLimit = try seconds(drainSeconds, "drain_seconds", 1...3600) ?? settings.drainLimit
+            guard settings.lease > settings.timeout else {
+                throw ConfigurationError("webhook_delivery.lease_seconds in \(source) must be longer than timeout_seconds.")
+            }
+            settings.fromStart = fromStart ?? settings.fromStart
+            return settings
+        }
     }
 
     /// How `revoker serve` receives Apple's server-to-server notifications.
@@ -296,6 +399,13 @@ struct ConfigurationFile: Decodable {
         }
         if let worker = top["worker"] as? [String: Any] {
             try rejectUnknownKeys(worker, allowed: WorkerEntry.CodingKeys.allCases.map(\.rawValue), place: "worker", path: path)
+        }
+        for (index, webhook) in (top["webhooks"] as? [Any] ?? []).enumerated() {
+            guard let webhook = webhook as? [String: Any] else { throw ConfigurationError("webhooks[\(index)] in '\(path)' must be an object.") }
+            try rejectUnknownKeys(webhook, allowed: WebhookEntry.CodingKeys.allCases.map(\.rawValue), place: "webhooks[\(index)]", path: path)
+        }
+        if let delivery = top["webhook_delivery"] as? [String: Any] {
+            try rejectUnknownKeys(delivery, allowed: WebhookDeliveryEntry.CodingKeys.allCases.map(\.rawValue), place: "webhook_delivery", path: path)
         }
         if let notifications = top["apple_notifications"] as? [String: Any] {
             try rejectUnknownKeys(

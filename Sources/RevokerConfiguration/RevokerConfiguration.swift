@@ -1,6 +1,7 @@
 import AppleSignIn
 import Foundation
 import PostgresNIO
+import RevokerEvents
 import RevokerHTTP
 import RevokerStore
 import RevokerWorker
@@ -25,6 +26,10 @@ public struct RevokerConfiguration: Sendable {
     public var http: HTTPSettings = .init()
     /// How `serve` verifies Apple's server-to-server notifications; nil when it does not receive them.
     public var appleNotifications: AppleNotificationVerifier.Settings?
+    /// Where the worker processes deliver events.
+    public var webhooks: [WebhookEndpoint] = []
+    /// How they deliver them.
+    public var webhookDelivery = WebhookSettings()
     /// The intake keys (RSA) of the SQL enqueue path: the first is published for
     /// `revoker.enqueue_revocation` to encrypt to (the last), all of them open what it wrote.
     public var intakeKeys: [IntakeKey] = []
@@ -172,6 +177,15 @@ extension RevokerConfiguration {
             }
             configuration.http.port = port
         }
+        let place = source ?? "the configuration file"
+        for (index, entry) in document.webhooks.enumerated() {
+            let endpoint = try entry.load(where: "webhooks[\(index)] in \(place)", apps: Set(apps.keys), secretFiles: &secretFiles)
+            guard !configuration.webhooks.contains(where: { $0.name == endpoint.name }) else {
+                throw ConfigurationError("webhooks[\(index)] in \(place): the name '\(endpoint.name)' is used twice.")
+            }
+            configuration.webhooks.append(endpoint)
+        }
+        configuration.webhookDelivery = try document.webhookDelivery?.settings(source: place) ?? .init()
         configuration.intakeKeys = intakeKeys
         configuration.warnings = secretFiles.warnings
         if strict, !secretFiles.warnings.isEmpty {

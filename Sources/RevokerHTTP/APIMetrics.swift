@@ -31,6 +31,17 @@ public struct APIMetrics: Sendable {
         Gauge(label: "revoker_paused_apps", factory: factory).record(statistics.pausedApps)
     }
 
+    /// Each webhook endpoint's state, recorded when metrics are scraped; endpoint names come
+    /// from the configuration, so the label is bounded.
+    func webhooks(_ states: [DeliveryState]) {
+        for state in states {
+            Gauge(label: "revoker_webhook_parked", dimensions: [("endpoint", state.endpoint)], factory: factory).record(
+                state.parkedSince == nil ? 0 : 1
+            )
+            Gauge(label: "revoker_webhook_failures", dimensions: [("endpoint", state.endpoint)], factory: factory).record(state.attempts)
+        }
+    }
+
     /// One HTTP request served, by route template (never the concrete path), method and status.
     func httpRequest(route: String, method: String, status: Int, duration: Duration) {
         Timer(

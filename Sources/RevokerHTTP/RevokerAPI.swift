@@ -17,6 +17,7 @@ public struct RevokerAPI: Sendable {
     let audit: AuditLog
     let inbox: NotificationInbox
     let appleNotifications: AppleNotificationVerifier?
+    let webhookApps: [String: Set<String>]
     let database: PostgresClient
     let clientIDs: Set<String>
     let settings: HTTPSettings
@@ -32,6 +33,7 @@ public struct RevokerAPI: Sendable {
     ///   - defaultMaxAttempts: for a request that names none.
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
     ///   - appleNotifications: verifies Apple's notifications; without it they are not received.
+    ///   - webhookApps: each webhook endpoint's apps, by endpoint name.
     public init(
         database: PostgresClient,
         queue: RevocationQueue,
@@ -40,8 +42,10 @@ public struct RevokerAPI: Sendable {
         defaultMaxAttempts: Int,
         registry: PrometheusCollectorRegistry,
         appleNotifications: AppleNotificationVerifier? = nil,
+        webhookApps: [String: Set<String>] = [:],
         logger: Logger
     ) {
+        self.webhookApps = webhookApps
         self.database = database
         self.queue = queue
         self.audit = AuditLog(client: database, logger: logger)
@@ -99,6 +103,7 @@ public struct RevokerAPI: Sendable {
         v1.post("revocations/{id}/requeue") { request, context in try await self.requeue(request, context: context) }
         v1.get("audit") { request, _ in try await self.auditTrail(request) }
         v1.get("events") { request, _ in try await self.eventFeed(request) }
+        v1.get("events/deliveries") { request, _ in try await self.webhookDeliveries(request) }
         // No API key: Apple cannot send one; the notification's signature is its authentication.
         v1.post("apple/notifications") { request, context in try await self.receiveAppleNotification(request, context: context, clientID: nil) }
         v1.post("apple/notifications/{client_id}") { request, context in
@@ -327,6 +332,19 @@ public struct RevokerAPI: Sendable {
         }
     }
 
+    /// Where each webhook endpoint stands; a key limited to apps sees the endpoints that serve only its apps.
+    func webhookDeliveries(_ request: Request) async throws -> Response {
+        let caller = try keys.authorize(request, .eventsRead)
+        _ = try QueryInput(request, allowed: [])
+        let deliveries = WebhookDeliveries(client: database, logger: logger)
+        let states = try await store { try await deliveries.states() }.filter { state in
+            guard let reachable = caller.clientIDs else { return true }
+            return webhookApps[state.endpoint].map { !$0.isEmpty && $0.isSubset(of: reachable) } ?? false
+        }
+        let text = "{\"deliveries\":[\(states.map(\.json).joined(separator: ","))]}"
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
     // MARK: Health and metrics
 
     func readiness() async throws -> Response {
@@ -345,6 +363,10 @@ public struct RevokerAPI: Sendable {
         let queue = self.queue
         if let statistics = try? await withDeadline(.seconds(3), { try await queue.statistics() }) {
             metrics.queue(statistics)
+        }
+        let deliveries = WebhookDeliveries(client: database, logger: logger)
+        if let states = try? await withDeadline(.seconds(3), { try await deliveries.states() }) {
+            metrics.webhooks(states)
         }
         return Response(
             status: .ok,

@@ -44,8 +44,14 @@ public struct LocalConfiguration: Sendable {
     public let intakeKeysFile: String
     public let apps: [LocalAppFiles]
 
-    /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them.
-    public init(clientIDs: [String], worker: [String: any Sendable] = [:], http: [String: any Sendable] = [:]) throws {
+    /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them;
+    /// `settings` are further top-level settings (`webhooks`, …).
+    public init(
+        clientIDs: [String],
+        worker: [String: any Sendable] = [:],
+        http: [String: any Sendable] = [:],
+        settings: [String: any Sendable] = [:]
+    ) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
@@ -60,6 +66,7 @@ public struct LocalConfiguration: Sendable {
         ]
         if !worker.isEmpty { document["worker"] = worker }
         if !http.isEmpty { document["http"] = http }
+        for (key, value) in settings { document[key] = value }
         try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: configFile))
     }
 

@@ -29,12 +29,14 @@ public struct LocalStack: Sendable {
     ///   - clientIDs: the apps, configured and registered with the sandbox.
     ///   - worker: `worker` settings for the configuration file.
     ///   - http: `http` settings for the configuration file.
+    ///   - settings: further top-level settings for the configuration file (`webhooks`, …).
     ///   - sandbox: the sandbox's faults and lifetimes.
     ///   - server: the PostgreSQL server to make the database on (default: `DATABASE_URL`).
     public static func with<T: Sendable>(
         clientIDs: [String],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
+        settings: [String: any Sendable] = [:],
         sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
         server: String? = nil,
         logger: Logger = Logger(label: "revoker.local", factory: { _ in SwiftLogNoOpLogHandler() }),
@@ -43,7 +45,7 @@ public struct LocalStack: Sendable {
         try await ScratchDatabase.withScratchDatabase(on: server) { database in
             _ = try await Migrator(client: database.client, logger: logger).migrate()
             return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
-                let files = try LocalConfiguration(clientIDs: clientIDs, worker: worker, http: http)
+                let files = try LocalConfiguration(clientIDs: clientIDs, worker: worker, http: http, settings: settings)
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 let configuration = try RevokerConfiguration.load(

@@ -86,6 +86,12 @@ public final class PrivatePostgres: Sendable {
         }
     }
 
+    /// The end of the server's log, for a failure message (statements' parameters are not logged).
+    public var logTail: String {
+        let log = URL(fileURLWithPath: control).deletingLastPathComponent().appendingPathComponent("postgres.log")
+        return String(((try? String(contentsOf: log, encoding: .utf8)) ?? "no log").suffix(3000))
+    }
+
     /// Stops the server (fast shutdown: connections are cut).
     public func stop() throws { try run("stop", "-m", "fast") }
 

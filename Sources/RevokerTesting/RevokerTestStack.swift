@@ -51,6 +51,7 @@ public struct RevokerTestStack: Sendable {
     ///   - clientIDs: the apps configured (and registered with the sandbox).
     ///   - worker: `worker` settings for the configuration file.
     ///   - http: `http` settings for the configuration file.
+    ///   - settings: further top-level settings for the configuration file (`webhooks`, …).
     ///   - sandbox: the sandbox's faults and lifetimes.
     ///   - server: another PostgreSQL server's URL (default: `DATABASE_URL`).
     ///   - serving: the parts of the program to run around `body` (`.api`, `.worker`); none by default.
@@ -58,12 +59,15 @@ public struct RevokerTestStack: Sendable {
         clientIDs: [String] = ["com.example.notes", "com.example.photos"],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
+        settings: [String: any Sendable] = [:],
         sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
         server: String? = nil,
         serving: RevokerApp.Parts = [],
         _ body: (RevokerTestStack) async throws -> T
     ) async throws -> T {
-        try await LocalStack.with(clientIDs: clientIDs, worker: worker, http: http, sandbox: sandboxConfiguration, server: server) { local in
+        try await LocalStack.with(clientIDs: clientIDs, worker: worker, http: http, settings: settings, sandbox: sandboxConfiguration, server: server)
+        {
+            local in
             let (database, sandbox, files, configuration) = (local.database, local.sandbox, local.files, local.configuration)
             let logs = CapturingLogHandler.Storage()
             let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)

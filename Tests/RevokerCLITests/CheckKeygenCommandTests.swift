@@ -150,6 +150,11 @@ struct CheckKeygenCommandTests {
         Malformed(name: "missing key file", mentions: "does not exist"),
         Malformed(name: "escaped newlines in APPLE_PRIVATE_KEY", mentions: "\\n"),
         Malformed(name: "not JSON", mentions: "not valid JSON"),
+        Malformed(name: "webhook over plain http", mentions: "must use https://"),
+        Malformed(name: "webhook secret not whsec", mentions: "whsec_"),
+        Malformed(name: "webhook for an unknown app", mentions: "which no configured app has"),
+        Malformed(name: "drain_seconds out of range", mentions: "webhook_delivery.drain_seconds"),
+        Malformed(name: "webhook lease not longer than its timeout", mentions: "lease_seconds"),
     ]
 
     @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
@@ -177,6 +182,24 @@ struct CheckKeygenCommandTests {
             environment["APPLE_TEAM_ID"] = app.teamID
             environment["APPLE_KEY_ID"] = app.keyID
             environment["APPLE_PRIVATE_KEY"] = app.privateKeyPEM.trimmingCharacters(in: .newlines).replacingOccurrences(of: "\n", with: "\\n")
+        case "webhook over plain http", "webhook secret not whsec", "webhook for an unknown app":
+            let secretFile = configuration.directory.appendingPathComponent("webhook-secret").path
+            let secret = input.name == "webhook secret not whsec" ? "hunter2" : "whsec_" + Data(repeating: 7, count: 32).base64EncodedString()
+            FileManager.default.createFile(atPath: secretFile, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600])
+            document = [
+                "apps": [entry],
+                "webhooks": [
+                    [
+                        "name": "backend", "secret_file": secretFile,
+                        "url": input.name == "webhook over plain http" ? "http://hooks.example.com/revoker" : "https://hooks.example.com/revoker",
+                        "client_ids": [input.name == "webhook for an unknown app" ? "com.example.other" : app.clientID],
+                    ]
+                ],
+            ]
+        case "drain_seconds out of range":
+            document = ["apps": [entry], "webhook_delivery": ["drain_seconds": 0]]
+        case "webhook lease not longer than its timeout":
+            document = ["apps": [entry], "webhook_delivery": ["lease_seconds": 10, "timeout_seconds": 10]]
         default:
             break
         }

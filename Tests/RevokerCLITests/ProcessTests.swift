@@ -108,7 +108,13 @@ struct ProcessTests {
                 try await Task.sleep(for: .seconds(2))
                 #expect(drain.isRunning, "the drain was still at work while the database was down")
                 try server.start()
-                let result = try await drain.wait(timeout: .seconds(120))
+                let result: RevokerProcess.Result
+                do {
+                    result = try await drain.wait(timeout: .seconds(120))
+                } catch {
+                    Issue.record("\(error)\nthe server's log ends: \(server.logTail)")
+                    return
+                }
                 #expect([0, 1].contains(result.status), "the drain finished after the restart: \(result.stderr.suffix(1500))")
                 let requests = try await harness.requests()
                 #expect(

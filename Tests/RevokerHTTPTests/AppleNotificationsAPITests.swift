@@ -159,7 +159,7 @@ struct AppleNotificationsAPITests {
                 (.hmacWithPublicKey, "unsupported_algorithm"), (.wrongIssuer, "wrong_issuer"), (.wrongAudience, "wrong_audience"),
                 (.issuedInFuture, "issued_in_future"), (.expired, "expired_notification"), (.malformedEvents, "malformed_notification"),
             ]
-            for (variant, code) in refusals {
+            for (variant, _) in refusals {
                 let delivery = try await Self.notify(api, "account-delete", subject: "user-1", variant: variant)
                 #expect(delivery.status == 400, "\(variant): \(delivery.status) \(delivery.body)")
                 #expect(delivery.body.contains("\"field\":\"payload\""), "\(variant): \(delivery.body)")
@@ -283,7 +283,7 @@ struct AppleNotificationsAPITests {
             ]
             #expect(try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: body).status == 202)
             let back = try await api.stack.enqueue(clientID: Self.notes, reference: "back", kind: .refreshToken, subject: "left", appleUserID: "left")
-            try await api.stack.drain()
+            _ = try await api.stack.drain()
 
             let requests = Dictionary(uniqueKeysWithValues: try await api.stack.requests().map { ($0.externalReference, $0) })
             #expect(requests["gone"]?.outcome == .revokedByUser)

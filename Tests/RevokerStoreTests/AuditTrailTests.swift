@@ -124,6 +124,15 @@ struct AuditTrailTests {
                 await #expect(throws: (any Error).self) {
                     try await connection.query("DELETE FROM revoker.apple_notifications", logger: logger)
                 }
+                // Retention deletes from the outbox through its function only (nothing here is old).
+                await #expect(throws: (any Error).self) {
+                    try await connection.query("DELETE FROM revoker.outbox_events", logger: logger)
+                }
+                let pruned = try await connection.query(
+                    "SELECT revoker.prune_events(now() - interval '1 day', ARRAY[]::text[])::int",
+                    logger: logger
+                ).collect()
+                #expect(try pruned.first?.decode(Int.self) == 0)
                 try await connection.query("RESET ROLE", logger: logger)
                 // A backend in the same database reads the feed.
                 try await connection.query("SET ROLE revoker_enqueuer", logger: logger)

@@ -27,6 +27,18 @@ struct SQLPathTests {
         return WALPosition(file: file, offset: offset)
     }
 
+    /// Creates a replication slot that keeps the WAL from now on: another test's CHECKPOINT
+    /// could otherwise recycle the segment a scan starts in. Returns its name.
+    static func retainWAL(_ db: ScratchDatabase) async throws -> String {
+        let slot = "revoker_wal_probe_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        _ = try await db.client.query("SELECT pg_create_physical_replication_slot(\(slot), true)", logger: logger).collect()
+        return slot
+    }
+
+    static func release(_ slot: String, _ db: ScratchDatabase) async throws {
+        _ = try await db.client.query("SELECT pg_drop_replication_slot(\(slot))", logger: logger).collect()
+    }
+
     /// The record bytes of the WAL between two positions, as a replica or a backup receives them,
     /// with the page headers taken out so that a record that crosses a page or a segment is
     /// contiguous.
@@ -67,6 +79,7 @@ struct SQLPathTests {
 
     @Test func aCredentialEnqueuedInSQLIsCiphertextInTheTableAndTheWAL() async throws {
         try await Fixtures.withQueue { db, queue in
+            let slot = try await Self.retainWAL(db)
             let start = try await Self.walPosition(db)
             let token = "r.plaintext-\(UUID().uuidString)"
             let probe = "wal-probe-\(UUID().uuidString)"
@@ -88,6 +101,7 @@ struct SQLPathTests {
 
             let end = try await Self.walPosition(db)
             let wal = try await Self.wal(db, from: start, to: end)
+            try await Self.release(slot, db)
             // Booleans, so that a failure does not print the WAL.
             let probeFound = Self.contains(wal, probe)
             let tokenFound = Self.contains(wal, token)

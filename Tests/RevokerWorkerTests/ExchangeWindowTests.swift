@@ -34,7 +34,7 @@ struct ExchangeWindowTests {
             }
             try await Task.sleep(for: .milliseconds(400))
 
-            try await stack.drain()
+            _ = try await stack.drain()
             let requests = Dictionary(uniqueKeysWithValues: try await stack.requests().map { ($0.externalReference, $0) })
             #expect(requests["burnt"]?.state == .failed && requests["burnt"]?.outcome == .exchangeLost)
             // Rescued without an exchange having started, the other code is used as usual.

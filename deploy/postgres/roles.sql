@@ -53,6 +53,10 @@ GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, tex
 GRANT SELECT, INSERT ON revoker.apple_notifications TO revoker_worker;
 GRANT USAGE ON SEQUENCE revoker.apple_notifications_id_seq TO revoker_worker;
 GRANT SELECT ON revoker.outbox_events, revoker.events TO revoker_worker;
+-- Migration 0005: the workers keep each webhook endpoint's place in the feed, and `revoker prune`
+-- deletes old events every endpoint has received, through the function only.
+GRANT SELECT, INSERT, UPDATE ON revoker.webhook_deliveries TO revoker_worker;
+GRANT EXECUTE ON FUNCTION revoker.prune_events(timestamptz, text[]) TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;

@@ -45,5 +45,10 @@ public struct Migration: Sendable, Hashable {
             name: "0004_notifications_and_events",
             sql: String(decoding: PackageResources._004_notifications_and_events_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 5,
+            name: "0005_webhook_deliveries",
+            sql: String(decoding: PackageResources._005_webhook_deliveries_sql, as: UTF8.self)
+        ),
     ]
 }

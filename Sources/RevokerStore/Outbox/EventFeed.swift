@@ -63,3 +63,46 @@ public struct EventFeed: Sendable {
         )
     }
 }
+
+extension EventFeed {
+    /// Listens for new events for the duration of `body` (hints only: poll as well).
+    public func withWakeUps<Result: Sendable>(_ body: @Sendable (WakeUps) async throws -> Result) async throws -> Result {
+        try await client.withConnection { connection in
+            try await connection.listen(on: Self.wakeUpChannel) { notifications in
+                try await body(WakeUps(base: notifications))
+            }
+        }
+    }
+
+    /// How many events after `cursor` readers can see now (only `clientIDs`' when given); with
+    /// `includingUnreadable`, also those committed behind a transaction that is still open.
+    public func count(after cursor: EventCursor?, clientIDs: [String]? = nil, includingUnreadable: Bool = false) async throws -> Int {
+        let transaction = cursor.map { String($0.transaction) }
+        let position = cursor?.position
+        return try await StoreDatabase.run(logger) {
+            let rows = try await client.query(
+                """
+                SELECT count(*)::int FROM revoker.outbox_events e
+                WHERE (\(includingUnreadable) OR e.txid < pg_snapshot_xmin(pg_current_snapshot()))
+                  AND (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
+                  AND (\(clientIDs)::text[] IS NULL OR e.client_id = ANY(\(clientIDs)::text[]))
+                """,
+                logger: logger
+            ).collect()
+            return try rows.first?.decode(Int.self) ?? 0
+        }
+    }
+
+    /// Retention: deletes the events that occurred before `occurredBefore` and that every one of
+    /// `endpoints` (the webhook endpoints configured now) has received. Returns how many.
+    @discardableResult
+    public func prune(occurredBefore: Date, keepingFor endpoints: [String]) async throws -> Int {
+        try await StoreDatabase.run(logger) {
+            let rows = try await client.query(
+                "SELECT revoker.prune_events(\(occurredBefore), \(endpoints)::text[])::int",
+                logger: logger
+            ).collect()
+            return try rows.first?.decode(Int.self) ?? 0
+        }
+    }
+}

@@ -1,11 +1,13 @@
 import ArgumentParser
 import Foundation
+import RevokerEvents
 import RevokerStore
 
 struct KeygenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keygen",
-        abstract: "Print a new credential sealing key entry (keyID=base64) for REVOKER_SEALING_KEYS_FILE, or with --intake an intake key.",
+        abstract:
+            "Print a new credential sealing key entry (keyID=base64) for REVOKER_SEALING_KEYS_FILE, with --intake an intake key, with --webhook a webhook secret.",
         discussion: """
             Credentials are sealed at rest with AES-256-GCM under the keys listed in REVOKER_SEALING_KEYS_FILE, one \
             keyID=base64 line each. The last line is the current key: new credentials are sealed with it, and older \
@@ -17,10 +19,14 @@ struct KeygenCommand: ParsableCommand {
             database never holds them in plaintext. Rotate the same way: append, restart, remove old keys once no \
             intake row uses them.
 
+            With --webhook it prints a webhook endpoint's signing secret (whsec_ and base64, the Standard \
+            Webhooks form) for the file a "webhooks" entry's secret_file names; give the receiver the same file.
+
             Example:
               umask 077; revoker keygen >> /etc/revoker/sealing-keys
               revoker keygen --key-id 2026-q3 >> /etc/revoker/sealing-keys
               umask 077; revoker keygen --intake >> /etc/revoker/intake-keys.pem
+              umask 077; revoker keygen --webhook > /etc/revoker/notes-webhook-secret
             """
     )
 
@@ -33,7 +39,21 @@ struct KeygenCommand: ParsableCommand {
     @Flag(help: "Print an intake key (RSA, PEM) for the SQL enqueue path instead.")
     var intake = false
 
+    @Flag(help: "Print a webhook signing secret (whsec_…) instead.")
+    var webhook = false
+
+    func validate() throws {
+        if intake && webhook { throw ValidationError("Give --intake or --webhook, not both.") }
+    }
+
     func run() throws {
+        if webhook {
+            FileHandle.standardError.write(
+                Data("revoker: write this secret to the file the webhook's secret_file names, readable by Revoker and the receiver only.\n".utf8)
+            )
+            print(WebhookSecret.generate())
+            return
+        }
         if intake {
             let key: IntakeKey
             do {

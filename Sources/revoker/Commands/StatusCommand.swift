@@ -28,17 +28,22 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.status", level: options.logLevel)
-        let (statistics, paused) = try await withDatabase(configuration, logger: logger) { client in
+        let (statistics, paused, webhooks) = try await withDatabase(configuration, logger: logger) { client in
             let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             do {
-                return (try await queue.statistics(), try await queue.pausedApps())
+                return (
+                    try await queue.statistics(), try await queue.pausedApps(), try await WebhookDeliveries(client: client, logger: logger).states()
+                )
             } catch let error as RevokerStoreError {
                 let current = (try? await Migrator(client: client, logger: logger).isCurrent()) ?? true
                 if !current { throw fail("The database schema is not current: run `revoker migrate` first.") }
                 throw fail("Could not read the queue: \(error.message).")
             }
         }
-        print(json ? Self.json(statistics, paused: paused) : Self.table(statistics, paused: paused), terminator: "")
+        print(
+            json ? Self.json(statistics, paused: paused, webhooks: webhooks) : Self.table(statistics, paused: paused, webhooks: webhooks),
+            terminator: ""
+        )
     }
 
     static func outcomeCounts(_ statistics: QueueStatistics) -> [(RevocationOutcome, Int)] {
@@ -52,7 +57,7 @@ struct StatusCommand: AsyncParsableCommand {
         return Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000
     }
 
-    static func json(_ statistics: QueueStatistics, paused: [AppPause]) -> String {
+    static func json(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = []) -> String {
         let byState = RevocationState.all.map { "\(AuditExport.jsonString($0.rawValue)): \(statistics.byState[$0] ?? 0)" }
         let byOutcome = outcomeCounts(statistics).map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
         let pauses = paused.map { pause in
@@ -70,13 +75,14 @@ struct StatusCommand: AsyncParsableCommand {
               "by_outcome": {\(byOutcome.joined(separator: ", "))},
               "oldest_due_age_seconds": \(String(format: "%.3f", seconds(statistics.oldestDueAge))),
               "paused_apps": [\(pauses.map { "{\($0)}" }.joined(separator: ", "))],
-              "unsealed_intake": \(statistics.unsealedIntake)
+              "unsealed_intake": \(statistics.unsealedIntake),
+              "webhooks": [\(webhooks.map(\.json).joined(separator: ", "))]
             }
 
             """
     }
 
-    static func table(_ statistics: QueueStatistics, paused: [AppPause]) -> String {
+    static func table(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = []) -> String {
         var text = "Requests by state\n"
         for state in RevocationState.all {
             text += "  " + state.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0) + String(statistics.byState[state] ?? 0) + "\n"
@@ -107,6 +113,17 @@ struct StatusCommand: AsyncParsableCommand {
                     + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()
                     .trimmingCharacters(in: .whitespaces) + "\n"
             }
+        }
+        for webhook in webhooks {
+            let state =
+                if let parked = webhook.parkedSince {
+                    "PARKED since \(AuditExport.timestamp(parked)) (\(webhook.attempts) failures, last \(webhook.lastStatus.map(String.init) ?? "no answer"); retrying)"
+                } else if let failing = webhook.failingSince {
+                    "failing since \(AuditExport.timestamp(failing)) (\(webhook.attempts) failures; next try \(AuditExport.timestamp(webhook.nextAttemptAt)))"
+                } else {
+                    "ok"
+                }
+            text += "Webhook \(webhook.endpoint): \(webhook.delivered) delivered, \(state)\n"
         }
         return text
     }
