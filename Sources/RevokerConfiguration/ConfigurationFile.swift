@@ -44,6 +44,21 @@ struct ConfigurationFile: Decodable {
         webhookDelivery = try container.decodeIfPresent(WebhookDeliveryEntry.self, forKey: .webhookDelivery)
     }
 
+    /// `value` when it lies in `range`; otherwise an error naming `setting` (`worker.batch_size`)
+    /// and where it was set.
+    static func inRange<T: Comparable>(_ value: T?, _ setting: String, _ range: ClosedRange<T>, source: String) throws -> T? {
+        guard let value else { return nil }
+        guard range.contains(value) else {
+            throw ConfigurationError("\(setting) in \(source) must be between \(range.lowerBound) and \(range.upperBound).")
+        }
+        return value
+    }
+
+    /// A setting in seconds, checked as ``inRange(_:_:_:source:)`` does.
+    static func seconds(_ value: Double?, _ setting: String, _ range: ClosedRange<Double>, source: String) throws -> Duration? {
+        try inRange(value, setting, range, source: source).map { .milliseconds(Int64($0 * 1000)) }
+    }
+
     /// One receiver of events.
     struct WebhookEntry: Decodable {
         var name: String?
@@ -119,11 +134,7 @@ struct ConfigurationFile: Decodable {
         func settings(source: String) throws -> WebhookSettings {
             var settings = WebhookSettings()
             func seconds(_ value: Double?, _ name: String, _ range: ClosedRange<Double>) throws -> Duration? {
-                guard let value else { return nil }
-                guard range.contains(value) else {
-                    throw ConfigurationError("webhook_delivery.\(name) in \(source) must be between \(range.lowerBound) and \(range.upperBound).")
-                }
-                return .milliseconds(Int64(value * 1000))
+                try ConfigurationFile.seconds(value, "webhook_delivery.\(name)", range, source: source)
             }
             settings.timeout = try seconds(timeoutSeconds, "timeout_seconds", 0.1...120) ?? settings.timeout
             settings.retryBase = try seconds(retryBaseSeconds, "retry_base_seconds", 0.01...3600) ?? settings.retryBase
@@ -163,18 +174,12 @@ struct ConfigurationFile: Decodable {
                 }
                 settings.issuers = Set(issuers)
             }
-            if let clockSkewSeconds {
-                guard (0...600).contains(clockSkewSeconds) else {
-                    throw ConfigurationError("apple_notifications.clock_skew_seconds in \(source) must be between 0 and 600.")
-                }
-                settings.clockSkew = .milliseconds(Int64(clockSkewSeconds * 1000))
-            }
-            if let maxAgeSeconds {
-                guard (60...2_592_000).contains(maxAgeSeconds) else {
-                    throw ConfigurationError("apple_notifications.max_age_seconds in \(source) must be between 60 and 2592000 (30 days).")
-                }
-                settings.maximumAge = .milliseconds(Int64(maxAgeSeconds * 1000))
-            }
+            settings.clockSkew =
+                try ConfigurationFile.seconds(clockSkewSeconds, "apple_notifications.clock_skew_seconds", 0...600, source: source)
+                ?? settings.clockSkew
+            settings.maximumAge =
+                try ConfigurationFile.seconds(maxAgeSeconds, "apple_notifications.max_age_seconds", 60...2_592_000, source: source)
+                ?? settings.maximumAge
             return settings
         }
     }
@@ -244,14 +249,10 @@ struct ConfigurationFile: Decodable {
         func settings(source: String) throws -> WorkerSettings {
             var worker = WorkerSettings()
             func check<T: Comparable>(_ value: T?, _ name: String, _ range: ClosedRange<T>) throws -> T? {
-                guard let value else { return nil }
-                guard range.contains(value) else {
-                    throw ConfigurationError("worker.\(name) in \(source) must be between \(range.lowerBound) and \(range.upperBound).")
-                }
-                return value
+                try ConfigurationFile.inRange(value, "worker.\(name)", range, source: source)
             }
             func seconds(_ value: Double?, _ name: String, _ range: ClosedRange<Double>) throws -> Duration? {
-                try check(value, name, range).map { .milliseconds(Int64($0 * 1000)) }
+                try ConfigurationFile.seconds(value, "worker.\(name)", range, source: source)
             }
             worker.concurrency = try check(concurrency, "concurrency", 1...1024) ?? worker.concurrency
             worker.batchSize = try check(batchSize, "batch_size", 1...1000) ?? worker.batchSize
@@ -319,11 +320,7 @@ struct ConfigurationFile: Decodable {
                 http.maxBodyBytes = maxBodyBytes
             }
             func seconds(_ value: Double?, _ name: String, _ range: ClosedRange<Double>) throws -> Duration? {
-                guard let value else { return nil }
-                guard range.contains(value) else {
-                    throw ConfigurationError("http.\(name) in \(source) must be between \(range.lowerBound) and \(range.upperBound).")
-                }
-                return .milliseconds(Int64(value * 1000))
+                try ConfigurationFile.seconds(value, "http.\(name)", range, source: source)
             }
             http.headerTimeout = try seconds(headerTimeoutSeconds, "header_timeout_seconds", 0.1...300) ?? http.headerTimeout
             http.bodyTimeout = try seconds(bodyTimeoutSeconds, "body_timeout_seconds", 0.1...600) ?? http.bodyTimeout

@@ -132,8 +132,8 @@ public struct WebhookDeliverer: Service {
                 continue
             case .caughtUp(let cursor):
                 // Events whose transaction is committed but not yet readable come next.
-                let pending = try? await feed.count(after: cursor, clientIDs: endpoint.clientIDs.sorted(), includingUnreadable: true)
-                if pending != 0 { waiting.append(endpoint.name) }
+                let pending = try? await feed.hasCommittedEvents(after: cursor, clientIDs: endpoint.clientIDs.sorted())
+                if pending != false { waiting.append(endpoint.name) }
             case .interrupted, nil:
                 waiting.append(endpoint.name)
             }
@@ -163,7 +163,7 @@ public struct WebhookDeliverer: Service {
     }
 
     /// How one visit to an endpoint ended.
-    enum Visit: Sendable, Equatable {
+    enum Visit: Sendable {
         /// Every event readers can see was delivered; the cursor stands here.
         case caughtUp(EventCursor?)
         /// The endpoint refused or did not answer: it waits its backoff.

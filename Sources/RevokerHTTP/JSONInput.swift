@@ -13,15 +13,8 @@ enum JSONInput {
         guard let type = request.headers[.contentType], Self.isJSON(type) else {
             throw APIProblem(.unsupportedMediaType, "The body must be application/json.", field: "Content-Type")
         }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            throw APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes.")
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes.")
-        }
-        let object = try parseObject(Array(buffer.readableBytesView))
+        let bytes = try await body(request, limit: limit, tooLarge: APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes."))
+        let object = try parseObject(bytes)
         if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw APIProblem.badRequest(
                 "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).",
@@ -29,6 +22,17 @@ enum JSONInput {
             )
         }
         return object
+    }
+
+    /// The body's bytes, at most `limit`; `tooLarge` when there are more.
+    static func body(_ request: Request, limit: Int, tooLarge: @autoclosure () -> APIProblem) async throws -> [UInt8] {
+        do {
+            return Array(try await request.body.collect(upTo: limit).readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw tooLarge()
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw tooLarge()
+        }
     }
 
     /// `bytes` as a JSON object, read by ``StrictJSON``; 400 naming what is wrong otherwise.

@@ -91,15 +91,13 @@ extension RevokerAPI {
     /// The `payload` string of `{"payload": "<JWS>"}`. Other fields are ignored (Apple may add
     /// some); any content type is read, as Apple never retries a refusal.
     static func notificationPayload(_ request: Request) async throws -> String {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: maximumNotificationBytes)
-        } catch is NIOTooManyBytesError {
-            throw APIProblem.badRequest("The notification body is larger than \(maximumNotificationBytes) bytes.")
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw APIProblem.badRequest("The notification body is larger than \(maximumNotificationBytes) bytes.")
-        }
-        let object = try JSONInput.parseObject(Array(buffer.readableBytesView))
+        // Oversized is the sender's malformed body here (400), not 413: Apple's bodies are small.
+        let bytes = try await JSONInput.body(
+            request,
+            limit: maximumNotificationBytes,
+            tooLarge: APIProblem.badRequest("The notification body is larger than \(maximumNotificationBytes) bytes.")
+        )
+        let object = try JSONInput.parseObject(bytes)
         guard case .string(let payload) = object["payload"], !payload.isEmpty else {
             throw APIProblem.badRequest("The body must be {\"payload\": \"<JWS>\"}.", field: "payload")
         }

@@ -16,6 +16,8 @@ public struct RevokerAPI: Sendable {
     let queue: RevocationQueue
     let audit: AuditLog
     let inbox: NotificationInbox
+    let feed: EventFeed
+    let deliveries: WebhookDeliveries
     let appleNotifications: AppleNotificationVerifier?
     let webhookApps: [String: Set<String>]
     let database: PostgresClient
@@ -50,6 +52,8 @@ public struct RevokerAPI: Sendable {
         self.queue = queue
         self.audit = AuditLog(client: database, logger: logger)
         self.inbox = NotificationInbox(client: database, logger: logger)
+        self.feed = EventFeed(client: database, logger: logger)
+        self.deliveries = WebhookDeliveries(client: database, logger: logger)
         self.appleNotifications = appleNotifications
         self.clientIDs = clientIDs
         self.settings = settings
@@ -314,8 +318,7 @@ public struct RevokerAPI: Sendable {
             clientIDs = [clientID]
         }
         let limit = try query.integer("limit", range: 1...1000) ?? 100
-        let feed = EventFeed(client: database, logger: logger)
-        let events = try await store { [cursor, clientIDs] in try await feed.events(after: cursor, clientIDs: clientIDs, limit: limit) }
+        let events = try await store { [feed, cursor, clientIDs] in try await feed.events(after: cursor, clientIDs: clientIDs, limit: limit) }
         // The cursor to continue from: the last event's, or the one given when nothing is new.
         let next = events.last?.cursor ?? cursor
         var headers: HTTPFields = [.contentType: "application/json"]
@@ -336,8 +339,7 @@ public struct RevokerAPI: Sendable {
     func webhookDeliveries(_ request: Request) async throws -> Response {
         let caller = try keys.authorize(request, .eventsRead)
         _ = try QueryInput(request, allowed: [])
-        let deliveries = WebhookDeliveries(client: database, logger: logger)
-        let states = try await store { try await deliveries.states() }.filter { state in
+        let states = try await store { [deliveries] in try await deliveries.states() }.filter { state in
             guard let reachable = caller.clientIDs else { return true }
             return webhookApps[state.endpoint].map { !$0.isEmpty && $0.isSubset(of: reachable) } ?? false
         }
@@ -364,8 +366,7 @@ public struct RevokerAPI: Sendable {
         if let statistics = try? await withDeadline(.seconds(3), { try await queue.statistics() }) {
             metrics.queue(statistics)
         }
-        let deliveries = WebhookDeliveries(client: database, logger: logger)
-        if let states = try? await withDeadline(.seconds(3), { try await deliveries.states() }) {
+        if let states = try? await withDeadline(.seconds(3), { [deliveries] in try await deliveries.states() }) {
             metrics.webhooks(states)
         }
         return Response(

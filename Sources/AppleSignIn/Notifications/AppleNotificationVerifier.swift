@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 
 /// Verifies Apple's server-to-server notifications completely: the signature with Apple's key
 /// named by `kid` (RS256 only), then `iss` against a configured set, `aud` against the
@@ -47,8 +48,8 @@ public struct AppleNotificationVerifier: Sendable {
     /// - Throws: ``AppleSignInError`` naming what is wrong (never echoing the token), or
     ///   ``AppleAPIError`` when Apple's keys cannot be fetched.
     public func verify(_ payload: String, clientID: String? = nil, now: Date = Date()) async throws -> AppleNotification {
-        let keyID = try await keys.verifySignature(payload, of: .notification).kid
-        let claims = try Self.claims(of: payload)
+        let (keyID, verified) = try await keys.verifySignature(payload, as: NotificationClaims.self, of: .notification)
+        let claims = verified.values
 
         guard case .string(let issuer) = claims["iss"] else { throw Self.malformed("has no issuer (iss)") }
         guard settings.issuers.contains(issuer) else {
@@ -154,23 +155,6 @@ public struct AppleNotificationVerifier: Sendable {
         return Event(type: type, typeAsSent: typeText, subject: subject, time: time, email: email, isPrivateEmail: isPrivateEmail)
     }
 
-    /// The payload segment's claims (the signature has been checked before this runs).
-    static func claims(of token: String) throws -> [String: ClaimValue] {
-        let segments = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard segments.count == 3, let data = base64URLDecoded(segments[1]),
-            let claims = try? JSONDecoder().decode([String: ClaimValue].self, from: data)
-        else {
-            throw malformed("has claims that are not a JSON object")
-        }
-        return claims
-    }
-
-    static func base64URLDecoded(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
-    }
-
     static func isPrintable(_ text: String) -> Bool {
         text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
     }
@@ -182,6 +166,18 @@ public struct AppleNotificationVerifier: Sendable {
     static func malformed(_ what: String) -> AppleSignInError {
         AppleSignInError(.malformedNotification, "The notification \(what).")
     }
+}
+
+/// A notification's claims as sent, each checked by the verifier (JWTKit checks none).
+struct NotificationClaims: JWTPayload {
+    let values: [String: ClaimValue]
+
+    init(from decoder: any Decoder) throws {
+        values = try decoder.singleValueContainer().decode([String: ClaimValue].self)
+    }
+
+    func encode(to encoder: any Encoder) throws {}
+    func verify(using _: some JWTAlgorithm) {}
 }
 
 /// A claim's value as far as the verifier cares: JSON strings, numbers and booleans are told

@@ -36,23 +36,20 @@ CREATE TABLE revoker.webhook_deliveries (
 -- revoker.prune_events makes: events older than the cutoff that every endpoint still
 -- configured has already received. Apple's notifications and the audit trail are kept.
 -- ---------------------------------------------------------------------------------------
-CREATE FUNCTION revoker.refuse_outbox_change() RETURNS trigger
+-- The one refusal of the append-only tables now lets that DELETE through on the outbox alone.
+CREATE OR REPLACE FUNCTION revoker.refuse_change() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF TG_OP = 'DELETE' AND current_setting('revoker.pruning_events', true) = 'on' THEN
+    IF TG_OP = 'DELETE' AND TG_TABLE_NAME = 'outbox_events'
+       AND current_setting('revoker.pruning_events', true) = 'on' THEN
         RETURN OLD;
     END IF;
     RAISE EXCEPTION 'revoker.% is append-only: % refused', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'RV403';
 END;
 $$;
-
-DROP TRIGGER outbox_events_no_update_or_delete ON revoker.outbox_events;
-CREATE TRIGGER outbox_events_no_update_or_delete
-    BEFORE UPDATE OR DELETE ON revoker.outbox_events
-    FOR EACH ROW EXECUTE FUNCTION revoker.refuse_outbox_change();
 
 -- Deletes the events that occurred before `occurred_before` and that each of `endpoints`
 -- (the webhook endpoints configured now) has been sent; returns how many. An endpoint that
@@ -86,7 +83,6 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION revoker.refuse_outbox_change() FROM PUBLIC;
 REVOKE ALL ON FUNCTION revoker.prune_events(timestamptz, text[]) FROM PUBLIC;
 
 INSERT INTO revoker.schema_migrations (version, name, checksum)

@@ -46,9 +46,6 @@ public struct ReceivedNotification: Sendable, Equatable {
         self.hadEmail = hadEmail
         self.isPrivateEmail = isPrivateEmail
     }
-
-    /// The types after which the user's grants for the app are gone.
-    public static let grantEndingTypes = ["consent-revoked", "account-delete"]
 }
 
 /// What storing a notification did.

@@ -74,22 +74,23 @@ extension EventFeed {
         }
     }
 
-    /// How many events after `cursor` readers can see now (only `clientIDs`' when given); with
-    /// `includingUnreadable`, also those committed behind a transaction that is still open.
-    public func count(after cursor: EventCursor?, clientIDs: [String]? = nil, includingUnreadable: Bool = false) async throws -> Int {
+    /// Whether events after `cursor` (only `clientIDs`' when given) have committed, readable yet
+    /// or still behind a transaction that is open.
+    public func hasCommittedEvents(after cursor: EventCursor?, clientIDs: [String]? = nil) async throws -> Bool {
         let transaction = cursor.map { String($0.transaction) }
         let position = cursor?.position
         return try await StoreDatabase.run(logger) {
             let rows = try await client.query(
                 """
-                SELECT count(*)::int FROM revoker.outbox_events e
-                WHERE (\(includingUnreadable) OR e.txid < pg_snapshot_xmin(pg_current_snapshot()))
-                  AND (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
-                  AND (\(clientIDs)::text[] IS NULL OR e.client_id = ANY(\(clientIDs)::text[]))
+                SELECT EXISTS (
+                    SELECT 1 FROM revoker.outbox_events e
+                    WHERE (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
+                      AND (\(clientIDs)::text[] IS NULL OR e.client_id = ANY(\(clientIDs)::text[]))
+                )
                 """,
                 logger: logger
             ).collect()
-            return try rows.first?.decode(Int.self) ?? 0
+            return try rows.first?.decode(Bool.self) ?? false
         }
     }
 
