@@ -20,15 +20,19 @@ final class GroupCommit<Item: Sendable>: Sendable {
     private let state = Mutex(State())
     private let maxBatch: Int
     private let maxRunning: Int
+    private let timeout: Duration
 
-    init(maxBatch: Int = 256, maxRunning: Int = 2) {
+    /// `timeout` bounds one statement: a statement that never answers (seen after a database
+    /// restart) must not hold its place in `maxRunning` for ever, or every later call waits.
+    init(maxBatch: Int = 256, maxRunning: Int = 2, timeout: Duration = .seconds(30)) {
         self.maxBatch = maxBatch
         self.maxRunning = maxRunning
+        self.timeout = timeout
     }
 
     /// Runs `item` through `execute`, alone or together with concurrent submissions; returns
     /// what `execute` answered for it.
-    func submit(_ item: Item, _ execute: Execute) async throws -> Bool {
+    func submit(_ item: Item, _ execute: @escaping Execute) async throws -> Bool {
         let turn = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Turn, any Error>) in
             let lead = state.withLock { state in
                 if state.running < maxRunning {
@@ -46,7 +50,7 @@ final class GroupCommit<Item: Sendable>: Sendable {
         }
     }
 
-    private func lead(_ own: Item, _ execute: Execute) async throws -> Bool {
+    private func lead(_ own: Item, _ execute: @escaping Execute) async throws -> Bool {
         let others = state.withLock { state in
             let count = min(state.waiting.count, maxBatch - 1)
             defer { state.waiting.removeFirst(count) }
@@ -54,7 +58,8 @@ final class GroupCommit<Item: Sendable>: Sendable {
         }
         let outcome: Result<[Bool], any Error>
         do {
-            let applied = try await execute([own] + others.map(\.item))
+            let batch = [own] + others.map(\.item)
+            let applied = try await withDeadline(timeout) { try await execute(batch) }
             outcome =
                 applied.count == others.count + 1
                 ? .success(applied) : .failure(RevokerStoreError(.unexpectedData, "a batched statement answered for the wrong number of requests"))
