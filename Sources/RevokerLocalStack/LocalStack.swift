@@ -43,18 +43,22 @@ public struct LocalStack: Sendable {
         _ body: (LocalStack) async throws -> T
     ) async throws -> T {
         try await ScratchDatabase.withScratchDatabase(on: server) { database in
-            _ = try await Migrator(client: database.client, logger: logger).migrate()
+            _ = try await reportingStall("migrating \(database.name)") {
+                try await Migrator(client: database.client, logger: logger).migrate()
+            }
             return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
                 let files = try LocalConfiguration(clientIDs: clientIDs, worker: worker, http: http, settings: settings)
                 defer { try? FileManager.default.removeItem(at: files.directory) }
-                try await files.register(with: sandbox)
+                try await reportingStall("registering apps with the sandbox") { try await files.register(with: sandbox) }
                 let configuration = try RevokerConfiguration.load(
                     file: files.configFile,
                     environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
                 )
                 // As `revoker migrate` would: the SQL path accepts these apps and encrypts to this intake key.
-                try await RevocationQueue(client: database.client, sealer: configuration.sealer, logger: logger)
-                    .publishSQLIntake(clientIDs: configuration.apps.keys)
+                try await reportingStall("publishing the SQL intake on \(database.name)") {
+                    try await RevocationQueue(client: database.client, sealer: configuration.sealer, logger: logger)
+                        .publishSQLIntake(clientIDs: configuration.apps.keys)
+                }
                 return try await body(LocalStack(database: database, sandbox: sandbox, files: files, configuration: configuration))
             }
         }

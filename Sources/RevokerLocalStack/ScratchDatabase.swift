@@ -49,7 +49,9 @@ public struct ScratchDatabase: Sendable {
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await admin.run() }
             defer { group.cancelAll() }
-            try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
+            try await reportingStall("creating database \(name)") {
+                try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
+            }
             let client = PostgresClient(configuration: configuration)
             let result: Swift.Result<Result, any Error> = await withTaskGroup(of: Void.self) { inner in
                 inner.addTask { await client.run() }
@@ -61,9 +63,14 @@ public struct ScratchDatabase: Sendable {
                     result = .failure(error)
                 }
                 inner.cancelAll()
+                await reportingStall("stopping the client of \(name)") { await inner.waitForAll() }
                 return result
             }
-            try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)"))
+            try await reportingStall("dropping database \(name)") {
+                try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)"))
+            }
+            group.cancelAll()
+            try await reportingStall("stopping the admin client of \(name)") { try await group.waitForAll() }
             return try result.get()
         }
     }

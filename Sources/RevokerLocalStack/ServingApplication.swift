@@ -16,10 +16,13 @@ public func withServingApplication<App: ApplicationProtocol, T: Sendable>(
         }
         defer { group.cancelAll() }
         var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else {
+        guard let port = await reportingStall("starting a server", { await iterator.next() }) else {
             try await group.waitForAll()
             throw CancellationError()
         }
-        return try await body(port)
+        let result = try await body(port)
+        group.cancelAll()
+        try await reportingStall("stopping the server on port \(port)") { try await group.waitForAll() }
+        return result
     }
 }
