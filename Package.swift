@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "revoker", targets: ["revoker"]),
         .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
         .library(name: "AppleSignInSandbox", targets: ["AppleSignInSandbox"]),
+        .library(name: "RevokerEvidence", targets: ["RevokerEvidence"]),
         .library(name: "RevokerStore", targets: ["RevokerStore"]),
         .library(name: "RevokerHTTP", targets: ["RevokerHTTP"]),
         .library(name: "RevokerWorker", targets: ["RevokerWorker"]),
@@ -69,8 +70,17 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "RevokerEvidence",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "RevokerStore",
             dependencies: [
+                "RevokerEvidence",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -112,6 +122,7 @@ let package = Package(
             name: "RevokerHTTP",
             dependencies: [
                 "AppleSignIn",
+                "RevokerEvidence",
                 "RevokerStore",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -132,6 +143,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "RevokerEvents",
+                "RevokerEvidence",
                 "RevokerHTTP",
                 "RevokerStore",
                 "RevokerWorker",
@@ -144,6 +156,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "RevokerEvents",
+                "RevokerEvidence",
                 "RevokerConfiguration",
                 "RevokerHTTP",
                 "RevokerStore",
@@ -161,6 +174,7 @@ let package = Package(
         .target(
             name: "RevokerLocalStack",
             dependencies: [
+                "RevokerEvidence",
                 "AppleSignIn",
                 "AppleSignInSandbox",
                 "RevokerConfiguration",
@@ -240,6 +254,7 @@ let package = Package(
                 "RevokerConfiguration",
                 "RevokerDemo",
                 "RevokerEvents",
+                "RevokerEvidence",
                 "RevokerHTTP",
                 "RevokerLocalStack",
                 "RevokerStore",
@@ -313,6 +328,7 @@ let package = Package(
                 "AppleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
+                "RevokerEvidence",
                 "RevokerHTTP",
                 "RevokerLocalStack",
                 "RevokerStore",
@@ -334,7 +350,12 @@ let package = Package(
         ),
         .testTarget(
             name: "RevokerStoreTests",
-            dependencies: ["RevokerConfiguration", "RevokerStore", "RevokerLocalStack", "RevokerTesting"],
+            dependencies: ["RevokerConfiguration", "RevokerEvidence", "RevokerStore", "RevokerLocalStack", "RevokerTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevokerEvidenceTests",
+            dependencies: ["RevokerEvidence"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -348,6 +369,7 @@ let package = Package(
                 "AppleSignIn",
                 "AppleSignInSandbox",
                 "RevokerConfiguration",
+                "RevokerEvidence",
                 "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerTesting",

@@ -97,6 +97,17 @@ public struct RevokerApp: Sendable {
         )
 
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database)]
+        // Right after the database: at shutdown it stops after every writer, so its last
+        // checkpoint covers their rows.
+        if !parts.isEmpty, let key = configuration.audit.signingKey {
+            let checkpoints = AuditCheckpointService(
+                checkpoints: AuditCheckpoints(client: database, logger: logger),
+                key: key,
+                interval: configuration.audit.checkpointInterval,
+                logger: logger
+            )
+            services.append(.init(service: AfterStartup(check: startup, service: checkpoints)))
+        }
         // One pool to Apple and one cache of Apple's keys for the worker's identity tokens and
         // the API's notifications.
         var pool: AppleClient?
@@ -186,6 +197,8 @@ public struct RevokerApp: Sendable {
                 registry: metrics,
                 appleNotifications: notifications,
                 webhookApps: Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) }),
+                auditKeys: configuration.audit.verificationKeys,
+                auditSigningKey: configuration.audit.signingKey,
                 logger: logger
             )
             self.api = api

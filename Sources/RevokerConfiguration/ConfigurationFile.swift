@@ -16,6 +16,7 @@ struct ConfigurationFile: Decodable {
     var appleNotifications: AppleNotificationsEntry?
     var webhooks: [WebhookEntry] = []
     var webhookDelivery: WebhookDeliveryEntry?
+    var audit: AuditEntry?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case databaseURL = "database_url"
@@ -26,6 +27,7 @@ struct ConfigurationFile: Decodable {
         case appleNotifications = "apple_notifications"
         case webhooks
         case webhookDelivery = "webhook_delivery"
+        case audit
     }
 
     init() {}
@@ -42,6 +44,7 @@ struct ConfigurationFile: Decodable {
         appleNotifications = try container.decodeIfPresent(AppleNotificationsEntry.self, forKey: .appleNotifications)
         webhooks = try container.decodeIfPresent([WebhookEntry].self, forKey: .webhooks) ?? []
         webhookDelivery = try container.decodeIfPresent(WebhookDeliveryEntry.self, forKey: .webhookDelivery)
+        audit = try container.decodeIfPresent(AuditEntry.self, forKey: .audit)
     }
 
     /// `value` when it lies in `range`; otherwise an error naming `setting` (`worker.batch_size`)
@@ -106,6 +109,19 @@ struct ConfigurationFile: Decodable {
             }
             secretFiles.check(secretFile, holding: "the signing secret of webhook \(name)")
             return WebhookEndpoint(name: name, url: url, secret: secret, clientIDs: Set(clientIDs))
+        }
+    }
+
+    /// The audit trail's evidence: signing key, earlier public keys, checkpoint interval.
+    struct AuditEntry: Decodable {
+        var signingKeyFile: String?
+        var publicKeyFiles: [String]?
+        var checkpointIntervalSeconds: Double?
+
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case signingKeyFile = "signing_key_file"
+            case publicKeyFiles = "public_key_files"
+            case checkpointIntervalSeconds = "checkpoint_interval_seconds"
         }
     }
 
@@ -403,6 +419,9 @@ struct ConfigurationFile: Decodable {
         }
         if let delivery = top["webhook_delivery"] as? [String: Any] {
             try rejectUnknownKeys(delivery, allowed: WebhookDeliveryEntry.CodingKeys.allCases.map(\.rawValue), place: "webhook_delivery", path: path)
+        }
+        if let audit = top["audit"] as? [String: Any] {
+            try rejectUnknownKeys(audit, allowed: AuditEntry.CodingKeys.allCases.map(\.rawValue), place: "audit", path: path)
         }
         if let notifications = top["apple_notifications"] as? [String: Any] {
             try rejectUnknownKeys(

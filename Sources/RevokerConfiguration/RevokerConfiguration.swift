@@ -2,6 +2,7 @@ import AppleSignIn
 import Foundation
 import PostgresNIO
 import RevokerEvents
+import RevokerEvidence
 import RevokerHTTP
 import RevokerStore
 import RevokerWorker
@@ -30,6 +31,8 @@ public struct RevokerConfiguration: Sendable {
     public var webhooks: [WebhookEndpoint] = []
     /// How they deliver them.
     public var webhookDelivery = WebhookSettings()
+    /// The audit trail's signing key and checkpoints.
+    public var audit = AuditSettings()
     /// The intake keys (RSA) of the SQL enqueue path: the first is published for
     /// `revoker.enqueue_revocation` to encrypt to (the last), all of them open what it wrote.
     public var intakeKeys: [IntakeKey] = []
@@ -81,6 +84,7 @@ extension RevokerConfiguration {
         public static let redirectURI = "APPLE_REDIRECT_URI"
         public static let httpHost = "REVOKER_HTTP_HOST"
         public static let httpPort = "REVOKER_HTTP_PORT"
+        public static let auditSigningKeyFile = "REVOKER_AUDIT_SIGNING_KEY_FILE"
     }
 
     /// What a command needs from the configuration.
@@ -186,12 +190,54 @@ extension RevokerConfiguration {
             configuration.webhooks.append(endpoint)
         }
         configuration.webhookDelivery = try document.webhookDelivery?.settings(source: place) ?? .init()
+        configuration.audit = try loadAudit(environment: environment, entry: document.audit, place: place, secretFiles: &secretFiles)
         configuration.intakeKeys = intakeKeys
         configuration.warnings = secretFiles.warnings
         if strict, !secretFiles.warnings.isEmpty {
             throw ConfigurationError(secretFiles.warnings.joined(separator: " ") + " (--strict refuses this)")
         }
         return configuration
+    }
+
+    private static func loadAudit(
+        environment: [String: String],
+        entry: ConfigurationFile.AuditEntry?,
+        place: String,
+        secretFiles: inout SecretFiles
+    ) throws -> AuditSettings {
+        var settings = AuditSettings()
+        if let path = environment[Variable.auditSigningKeyFile].flatMap({ $0.isEmpty ? nil : $0 }) ?? entry?.signingKeyFile {
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw ConfigurationError(
+                    "The audit signing key file '\(path)' cannot be read (\(Variable.auditSigningKeyFile) or \"audit.signing_key_file\")."
+                )
+            }
+            do {
+                settings.signingKey = try AuditSigningKey(pemRepresentation: text)
+            } catch {
+                throw ConfigurationError("The audit signing key file '\(path)': \(error); `revoker keygen --audit` writes one.")
+            }
+            secretFiles.check(path, holding: "the audit signing key")
+        }
+        for path in entry?.publicKeyFiles ?? [] {
+            guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+                throw ConfigurationError("The audit public key file '\(path)' (audit.public_key_files in \(place)) cannot be read.")
+            }
+            do {
+                settings.previousKeys.append(try AuditPublicKey(pemRepresentation: text))
+            } catch {
+                throw ConfigurationError("The audit public key file '\(path)' (audit.public_key_files in \(place)): \(error).")
+            }
+        }
+        if let interval = try ConfigurationFile.seconds(
+            entry?.checkpointIntervalSeconds,
+            "audit.checkpoint_interval_seconds",
+            1...3600,
+            source: place
+        ) {
+            settings.checkpointInterval = interval
+        }
+        return settings
     }
 
     /// Reads one or more PEM RSA private keys; the last is the current one, as with sealing keys.

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import Prometheus
+import RevokerEvidence
 import RevokerStore
 
 /// The HTTP API of `revoker serve`: enqueue and inspect revocations, read the audit trail,
@@ -15,6 +16,8 @@ import RevokerStore
 public struct RevokerAPI: Sendable {
     let queue: RevocationQueue
     let audit: AuditLog
+    let auditKeys: [AuditPublicKey]
+    let auditSigningKey: AuditSigningKey?
     let inbox: NotificationInbox
     let feed: EventFeed
     let deliveries: WebhookDeliveries
@@ -36,6 +39,8 @@ public struct RevokerAPI: Sendable {
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
     ///   - appleNotifications: verifies Apple's notifications; without it they are not received.
     ///   - webhookApps: each webhook endpoint's apps, by endpoint name.
+    ///   - auditKeys: the public keys that verify the audit trail's checkpoints.
+    ///   - auditSigningKey: signs receipts (and the checkpoints they need); without it there are none.
     public init(
         database: PostgresClient,
         queue: RevocationQueue,
@@ -45,9 +50,13 @@ public struct RevokerAPI: Sendable {
         registry: PrometheusCollectorRegistry,
         appleNotifications: AppleNotificationVerifier? = nil,
         webhookApps: [String: Set<String>] = [:],
+        auditKeys: [AuditPublicKey] = [],
+        auditSigningKey: AuditSigningKey? = nil,
         logger: Logger
     ) {
         self.webhookApps = webhookApps
+        self.auditKeys = auditKeys
+        self.auditSigningKey = auditSigningKey
         self.database = database
         self.queue = queue
         self.audit = AuditLog(client: database, logger: logger)
@@ -105,7 +114,9 @@ public struct RevokerAPI: Sendable {
         v1.get("revocations/{id}") { request, context in try await self.show(request, context: context) }
         v1.post("revocations/{id}/cancel") { request, context in try await self.cancel(request, context: context) }
         v1.post("revocations/{id}/requeue") { request, context in try await self.requeue(request, context: context) }
+        v1.get("revocations/{id}/receipt") { request, context in try await self.receipt(request, context: context) }
         v1.get("audit") { request, _ in try await self.auditTrail(request) }
+        v1.get("audit/verify") { request, _ in try await self.verifyAudit(request) }
         v1.get("events") { request, _ in try await self.eventFeed(request) }
         v1.get("events/deliveries") { request, _ in try await self.webhookDeliveries(request) }
         // No API key: Apple cannot send one; the notification's signature is its authentication.
@@ -299,6 +310,61 @@ public struct RevokerAPI: Sendable {
     }
 
     static let nextCursorHeader = HTTPField.Name("Revoker-Next-Cursor")!
+
+    /// A request's signed receipt (`revoker audit receipt`): JSON, or a printable page for
+    /// `Accept: text/html`. It comes from the audit trail, so it outlives the pruned request.
+    func receipt(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let caller = try keys.authorize(request, .auditRead)
+        let id = try Self.id(context)
+        guard let key = auditSigningKey else {
+            throw APIProblem(.notImplemented, "Receipts need the audit signing key: set audit.signing_key_file.")
+        }
+        let receipts = AuditReceipts(client: database, logger: logger)
+        // Longer than one statement: it may wait for a checkpoint to cover the latest rows.
+        let issued = try await withDeadline(settings.databaseTimeout + .seconds(15)) {
+            try await receipts.issue(requestID: id, key: key, wait: .seconds(10))
+        }
+        guard let receipt = issued else {
+            throw APIProblem.notFound("The audit trail has no revocation with this id.")
+        }
+        if let clientID = receipt.summary.clientID, caller.clientIDs?.contains(clientID) == false {
+            throw APIProblem.notFound("The audit trail has no revocation with this id.")
+        }
+        if Self.accepts(request, "text/html") {
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"],
+                body: .init(byteBuffer: ByteBuffer(string: receipt.html()))
+            )
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .contentDisposition: "attachment; filename=\"receipt-\(id.uuidString.lowercased()).json\""],
+            body: .init(byteBuffer: ByteBuffer(bytes: try receipt.canonicalBytes()))
+        )
+    }
+
+    /// What `revoker audit verify` answers. A key limited to some apps verifies one of them.
+    func verifyAudit(_ request: Request) async throws -> Response {
+        let caller = try keys.authorize(request, .auditRead)
+        let query = try QueryInput(request, allowed: ["since", "client_id"])
+        let clientID = try query.string("client_id")
+        if let clientID {
+            try caller.require(clientID)
+        } else if caller.filter != nil {
+            throw APIProblem.badRequest("This API key is limited to some apps: name one with client_id.", field: "client_id")
+        }
+        let since = try query.date("since")
+        let verifier = AuditVerifier(client: database, logger: logger)
+        let keys = auditKeys
+        // Reading every row takes longer than one statement's deadline.
+        let result = try await withDeadline(.seconds(600)) { try await verifier.verify(since: since, clientID: clientID, keys: keys) }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: try result.json()))
+        )
+    }
 
     // MARK: Events
 

@@ -2,6 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import Crypto
 import Foundation
+import RevokerEvidence
 import RevokerStore
 
 /// An app's key and identifiers written to a temporary directory, as an operator would lay them out.
@@ -42,6 +43,8 @@ public struct LocalConfiguration: Sendable {
     public let configFile: String
     public let sealingKeysFile: String
     public let intakeKeysFile: String
+    /// The Ed25519 key that signs the audit trail's checkpoints and receipts.
+    public let auditSigningKeyFile: String
     public let apps: [LocalAppFiles]
 
     /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them;
@@ -60,9 +63,12 @@ public struct LocalConfiguration: Sendable {
         try writeSecret(try CredentialKeyring.generateEntry(keyID: "k1") + "\n", to: sealingKeysFile)
         intakeKeysFile = directory.appendingPathComponent("intake-keys.pem").path
         try writeSecret(try Self.intakeKey().pemRepresentation + "\n", to: intakeKeysFile)
+        auditSigningKeyFile = directory.appendingPathComponent("audit-signing-key.pem").path
+        try writeSecret(AuditSigningKey().pemRepresentation + "\n", to: auditSigningKeyFile)
         configFile = directory.appendingPathComponent("revoker.json").path
         var document: [String: Any] = [
             "sealing_keys_file": sealingKeysFile, "intake_keys_file": intakeKeysFile, "apps": apps.map { $0.configurationEntry() },
+            "audit": ["signing_key_file": auditSigningKeyFile],
         ]
         if !worker.isEmpty { document["worker"] = worker }
         if !http.isEmpty { document["http"] = http }

@@ -1,5 +1,6 @@
 import AppleSignInSandbox
 import Foundation
+import RevokerEvidence
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting
@@ -155,6 +156,8 @@ struct CheckKeygenCommandTests {
         Malformed(name: "webhook for an unknown app", mentions: "which no configured app has"),
         Malformed(name: "drain_seconds out of range", mentions: "webhook_delivery.drain_seconds"),
         Malformed(name: "webhook lease not longer than its timeout", mentions: "lease_seconds"),
+        Malformed(name: "audit signing key not Ed25519", mentions: "audit signing key"),
+        Malformed(name: "audit checkpoint interval out of range", mentions: "audit.checkpoint_interval_seconds"),
     ]
 
     @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
@@ -200,6 +203,11 @@ struct CheckKeygenCommandTests {
             document = ["apps": [entry], "webhook_delivery": ["drain_seconds": 0]]
         case "webhook lease not longer than its timeout":
             document = ["apps": [entry], "webhook_delivery": ["lease_seconds": 10, "timeout_seconds": 10]]
+        case "audit signing key not Ed25519":
+            // The app's P-256 key where the Ed25519 key belongs: refused, its content never shown.
+            document = ["apps": [entry], "audit": ["signing_key_file": app.privateKeyFile]]
+        case "audit checkpoint interval out of range":
+            document = ["apps": [entry], "audit": ["checkpoint_interval_seconds": 0]]
         default:
             break
         }
@@ -241,6 +249,13 @@ struct CheckKeygenCommandTests {
         #expect(bad.status == 2)
         #expect(bad.stdout.isEmpty)
         #expect(bad.stderr.contains("key ids are"))
+
+        let audit = try await RevokerProcess.run(["keygen", "--audit"], environment: [:])
+        #expect(audit.status == 0)
+        let signing = try AuditSigningKey(pemRepresentation: audit.stdout)
+        #expect(audit.stderr.contains(signing.publicKey.keyID) && audit.stderr.contains("audit.signing_key_file"))
+        let both = try await RevokerProcess.run(["keygen", "--audit", "--webhook"], environment: [:])
+        #expect(both.status != 0 && both.stdout.isEmpty)
     }
 
     @Test("every command's --help has an abstract and an example", arguments: ["enqueue", "status", "audit", "check", "keygen"])

@@ -7,6 +7,7 @@ import PostgresNIO
 import Prometheus
 import RevokerApp
 import RevokerConfiguration
+import RevokerEvidence
 import RevokerHTTP
 import RevokerLocalStack
 import RevokerStore
@@ -17,6 +18,76 @@ import Yams
 /// The audit endpoint, the service endpoints and the OpenAPI contract.
 @Suite("HTTP API: audit, health, metrics, contract")
 struct AuditServiceAPITests {
+    @Test func theAuditTrailVerifiesOverHTTPAndNamesARowChangedBehindItsBack() async throws {
+        try await APIHarness.with { api in
+            let (_, token) = try await api.mintRefreshToken(subject: "apple-user-7")
+            let created = try await api.call(
+                .POST,
+                "/v1/revocations",
+                key: api.keys.writer,
+                json: ["client_id": "com.example.notes", "external_reference": "acct-7", "refresh_token": token]
+            )
+            #expect(created.status == 202)
+            #expect(try await api.call(.GET, "/v1/audit/verify", key: api.keys.reader).status == 403)
+            #expect(try await api.call(.GET, "/v1/audit/verify", key: nil).status == 401)
+            let clean = try await api.call(.GET, "/v1/audit/verify", key: api.keys.auditor)
+            #expect(clean.status == 200)
+            #expect(clean.json["intact"] as? Bool == true, "\(clean.text)")
+            #expect((clean.json["rows_checked"] as? Int ?? 0) >= 1)
+            // A key for one app verifies that app's chains, and must say which.
+            #expect(try await api.call(.GET, "/v1/audit/verify", key: api.keys.notesOnly).status == 400)
+            #expect(try await api.call(.GET, "/v1/audit/verify?client_id=com.example.photos", key: api.keys.notesOnly).status == 403)
+            let mine = try await api.call(.GET, "/v1/audit/verify?client_id=com.example.notes", key: api.keys.notesOnly)
+            #expect(mine.json["intact"] as? Bool == true)
+            #expect(try await api.call(.GET, "/v1/audit/verify?since=yesterday", key: api.keys.auditor).status == 400)
+
+            let rows = try await api.stack.database.client.query("SELECT id FROM revoker.audit_events ORDER BY id LIMIT 1").collect()
+            let id = try #require(try rows.first?.decode(Int64.self))
+            try await api.stack.database.client.withTransaction(logger: Logger(label: "tamper")) { connection in
+                _ = try await connection.query("SET LOCAL session_replication_role = replica", logger: Logger(label: "tamper")).collect()
+                _ = try await connection.query(
+                    "UPDATE revoker.audit_events SET actor = 'someone-else' WHERE id = \(id)",
+                    logger: Logger(label: "tamper")
+                )
+                .collect()
+            }
+            let tampered = try await api.call(.GET, "/v1/audit/verify", key: api.keys.auditor)
+            #expect(tampered.status == 200)
+            #expect(tampered.json["intact"] as? Bool == false)
+            let problems = try #require(tampered.json["problems"] as? [[String: Any]])
+            #expect(problems.contains { $0["kind"] as? String == "changed" && ($0["rows"] as? [Int] ?? []).contains(Int(id)) }, "\(tampered.text)")
+        }
+    }
+
+    @Test func aRevocationsReceiptComesSignedAndVerifiesWithThePublicKey() async throws {
+        try await APIHarness.with(runWorker: true) { api in
+            let (_, token) = try await api.mintRefreshToken(subject: "apple-user-8")
+            let created = try await api.call(
+                .POST,
+                "/v1/revocations",
+                key: api.keys.writer,
+                json: ["client_id": "com.example.notes", "external_reference": "acct-8", "refresh_token": token]
+            )
+            let id = try #require(created.json["id"] as? String)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await api.call(.GET, "/v1/revocations/\(id)", key: api.keys.reader).json["state"] as? String != "succeeded",
+                ContinuousClock.now < deadline
+            {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(try await api.call(.GET, "/v1/revocations/\(id)/receipt", key: api.keys.reader).status == 403)
+            let answer = try await api.call(.GET, "/v1/revocations/\(id)/receipt", key: api.keys.auditor)
+            #expect(answer.status == 200, "\(answer.text)")
+            let verified = AuditReceipt.verify(answer.body, keys: api.stack.configuration.audit.verificationKeys)
+            #expect(verified.valid, "\(verified.problems)")
+            #expect(verified.receipt?.summary.outcome == "revoked")
+            let page = try await api.call(.GET, "/v1/revocations/\(id)/receipt", key: api.keys.auditor, accept: "text/html")
+            #expect(page.status == 200)
+            #expect(page.text.contains("acct-8") && page.text.contains("Calls to Apple"))
+            #expect(try await api.call(.GET, "/v1/revocations/\(UUID().uuidString)/receipt", key: api.keys.auditor).status == 404)
+        }
+    }
+
     @Test func enqueueOverHTTPIsRevokedByTheInProcessWorkerAndShowsInAuditAndMetrics() async throws {
         try await APIHarness.with(runWorker: true) { api in
             let (grantID, token) = try await api.mintRefreshToken(subject: "apple-user-9")

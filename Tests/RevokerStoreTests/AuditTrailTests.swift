@@ -96,6 +96,8 @@ struct AuditTrailTests {
                 try await connection.query("SET ROLE revoker_auditor", logger: logger)
                 let audit = try await connection.query("SELECT count(*)::int FROM revoker.audit_events", logger: logger).collect()
                 #expect(try audit.first?.decode(Int.self) == 1)
+                let heads = try await connection.query("SELECT count(*)::int FROM revoker.audit_chains", logger: logger).collect()
+                #expect(try heads.first?.decode(Int.self) == 1)
                 await #expect(throws: (any Error).self) {
                     _ = try await connection.query("SELECT id FROM revoker.revocation_requests", logger: logger).collect()
                 }
@@ -103,6 +105,17 @@ struct AuditTrailTests {
                 try await connection.query("SET ROLE revoker_worker", logger: logger)
                 await #expect(throws: (any Error).self) {
                     try await connection.query("DELETE FROM revoker.audit_events", logger: logger)
+                }
+                // The service appends audit rows, the trigger chains them; it cannot move a chain's head.
+                try await connection.query(
+                    "INSERT INTO revoker.audit_events (client_id, event, actor) VALUES ('com.example.app', 'note', 'ops')",
+                    logger: logger
+                )
+                await #expect(throws: (any Error).self) {
+                    try await connection.query("UPDATE revoker.audit_chains SET last_seq = 1", logger: logger)
+                }
+                await #expect(throws: (any Error).self) {
+                    try await connection.query("DELETE FROM revoker.audit_checkpoints", logger: logger)
                 }
                 // The service stores a notification; its event is written by the outbox's trigger,
                 // which the service's role could not do itself.

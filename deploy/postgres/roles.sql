@@ -12,7 +12,8 @@
 -- revoker_enqueuer app backends that enqueue inside their own transaction: EXECUTE on
 --                  revoker.enqueue_revocation only, plus SELECT on the request's state columns
 --                  (never the credential columns or the intake).
--- revoker_auditor  compliance: SELECT on revoker.audit_events and revoker.apple_notifications.
+-- revoker_auditor  compliance: SELECT on revoker.audit_events, its chains, genesis and checkpoints,
+--                  and revoker.apple_notifications (enough for `revoker audit verify`).
 --
 -- The outbox (revoker.outbox_events) is written only by its triggers (SECURITY DEFINER, owned
 -- by the schema owner): the service's role reads it but cannot add, change or remove an event.
@@ -57,6 +58,10 @@ GRANT SELECT ON revoker.outbox_events, revoker.events TO revoker_worker;
 -- deletes old events every endpoint has received, through the function only.
 GRANT SELECT, INSERT, UPDATE ON revoker.webhook_deliveries TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.prune_events(timestamptz, text[]) TO revoker_worker;
+-- Migration 0006: the trigger (SECURITY DEFINER) keeps the chains' heads, the service signs and
+-- appends checkpoints and reads all of it to verify.
+GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis TO revoker_worker;
+GRANT SELECT, INSERT ON revoker.audit_checkpoints TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;
@@ -69,3 +74,4 @@ GRANT SELECT ON revoker.events TO revoker_enqueuer;
 
 -- Auditor
 GRANT SELECT ON revoker.audit_events, revoker.apple_notifications TO revoker_auditor;
+GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_checkpoints TO revoker_auditor;

@@ -50,5 +50,6 @@ public struct Migration: Sendable, Hashable {
             name: "0005_webhook_deliveries",
             sql: String(decoding: PackageResources._005_webhook_deliveries_sql, as: UTF8.self)
         ),
+        Migration(version: 6, name: "0006_audit_chain", sql: String(decoding: PackageResources._006_audit_chain_sql, as: UTF8.self)),
     ]
 }

@@ -9,6 +9,25 @@ extension AuditExportFormat: ExpressibleByArgument {}
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
+        abstract: "The audit trail: its events (the default), its verification, checkpoints and public key.",
+        discussion: """
+            Examples:
+              revoker audit --reference user-42
+              revoker audit verify
+              revoker audit receipt --reference user-42 > receipt.json
+              revoker audit public-key > audit-public-key.pem
+            """,
+        subcommands: [
+            AuditEventsCommand.self, AuditVerifyCommand.self, AuditReceiptCommand.self, AuditVerifyReceiptCommand.self,
+            AuditCheckpointCommand.self, AuditPublicKeyCommand.self,
+        ],
+        defaultSubcommand: AuditEventsCommand.self
+    )
+}
+
+struct AuditEventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events",
         abstract: "Show the audit trail: what happened to whose revocation, when, by whom, and what Apple answered.",
         discussion: """
             Prints matching audit events oldest first. Filters combine with AND. The trail never holds a token \

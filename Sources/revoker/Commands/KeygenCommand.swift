@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
 import RevokerEvents
+import RevokerEvidence
 import RevokerStore
 
 struct KeygenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keygen",
         abstract:
-            "Print a new credential sealing key entry (keyID=base64) for REVOKER_SEALING_KEYS_FILE, with --intake an intake key, with --webhook a webhook secret.",
+            "Print a new credential sealing key entry (keyID=base64) for REVOKER_SEALING_KEYS_FILE, with --intake an intake key, with --webhook a webhook secret, with --audit an audit signing key.",
         discussion: """
             Credentials are sealed at rest with AES-256-GCM under the keys listed in REVOKER_SEALING_KEYS_FILE, one \
             keyID=base64 line each. The last line is the current key: new credentials are sealed with it, and older \
@@ -22,11 +23,16 @@ struct KeygenCommand: ParsableCommand {
             With --webhook it prints a webhook endpoint's signing secret (whsec_ and base64, the Standard \
             Webhooks form) for the file a "webhooks" entry's secret_file names; give the receiver the same file.
 
+            With --audit it prints an Ed25519 private key (PEM) for "audit.signing_key_file": it signs the audit \
+            trail's checkpoints and receipts. Keep it outside the database; `revoker audit public-key` prints the \
+            half auditors verify with. To rotate, list the old public key under "audit.public_key_files".
+
             Example:
               umask 077; revoker keygen >> /etc/revoker/sealing-keys
               revoker keygen --key-id 2026-q3 >> /etc/revoker/sealing-keys
               umask 077; revoker keygen --intake >> /etc/revoker/intake-keys.pem
               umask 077; revoker keygen --webhook > /etc/revoker/notes-webhook-secret
+              umask 077; revoker keygen --audit > /etc/revoker/audit-signing-key.pem
             """
     )
 
@@ -42,11 +48,25 @@ struct KeygenCommand: ParsableCommand {
     @Flag(help: "Print a webhook signing secret (whsec_…) instead.")
     var webhook = false
 
+    @Flag(help: "Print an audit signing key (Ed25519, PEM) instead.")
+    var audit = false
+
     func validate() throws {
-        if intake && webhook { throw ValidationError("Give --intake or --webhook, not both.") }
+        if [intake, webhook, audit].filter({ $0 }).count > 1 { throw ValidationError("Give one of --intake, --webhook and --audit.") }
     }
 
     func run() throws {
+        if audit {
+            let key = AuditSigningKey()
+            FileHandle.standardError.write(
+                Data(
+                    "revoker: write this key (id \(key.publicKey.keyID)) to the file audit.signing_key_file names, readable by Revoker only; publish `revoker audit public-key`.\n"
+                        .utf8
+                )
+            )
+            print(key.pemRepresentation)
+            return
+        }
         if webhook {
             FileHandle.standardError.write(
                 Data("revoker: write this secret to the file the webhook's secret_file names, readable by Revoker and the receiver only.\n".utf8)

@@ -1,0 +1,152 @@
+import Crypto
+import Foundation
+
+/// An audit row as its chain hashes it: the fields in the order `revoker.audit_row_hash`
+/// (migration 0006) encodes them. Anyone holding these values can recompute the hash.
+public struct AuditChainRow: Sendable, Hashable, Codable {
+    public var chainKey: String
+    public var chainSeq: Int64
+    public var id: Int64
+    /// `occurred_at` in microseconds since 1970 (exact, unlike a `Date`).
+    public var occurredAtMicros: Int64
+    public var txid: UInt64
+    public var requestID: UUID?
+    public var clientID: String?
+    public var externalReference: String?
+    public var appleUserID: String?
+    public var event: String
+    public var attempt: Int?
+    public var actor: String
+    public var appleEndpoint: String?
+    public var httpStatus: Int?
+    public var appleError: String?
+    public var appleErrorDescription: String?
+    public var latencyMilliseconds: Int?
+    public var detail: String?
+    public var recordedBy: String?
+
+    enum CodingKeys: String, CodingKey {
+        case chainKey = "chain_key"
+        case chainSeq = "chain_seq"
+        case id
+        case occurredAtMicros = "occurred_at_us"
+        case txid
+        case requestID = "request_id"
+        case clientID = "client_id"
+        case externalReference = "external_reference"
+        case appleUserID = "apple_user_id"
+        case event, attempt, actor
+        case appleEndpoint = "apple_endpoint"
+        case httpStatus = "http_status"
+        case appleError = "apple_error"
+        case appleErrorDescription = "apple_error_description"
+        case latencyMilliseconds = "latency_ms"
+        case detail
+        case recordedBy = "recorded_by"
+    }
+
+    public init(
+        chainKey: String,
+        chainSeq: Int64,
+        id: Int64,
+        occurredAtMicros: Int64,
+        txid: UInt64,
+        requestID: UUID?,
+        clientID: String?,
+        externalReference: String?,
+        appleUserID: String?,
+        event: String,
+        attempt: Int?,
+        actor: String,
+        appleEndpoint: String?,
+        httpStatus: Int?,
+        appleError: String?,
+        appleErrorDescription: String?,
+        latencyMilliseconds: Int?,
+        detail: String?,
+        recordedBy: String?
+    ) {
+        self.chainKey = chainKey
+        self.chainSeq = chainSeq
+        self.id = id
+        self.occurredAtMicros = occurredAtMicros
+        self.txid = txid
+        self.requestID = requestID
+        self.clientID = clientID
+        self.externalReference = externalReference
+        self.appleUserID = appleUserID
+        self.event = event
+        self.attempt = attempt
+        self.actor = actor
+        self.appleEndpoint = appleEndpoint
+        self.httpStatus = httpStatus
+        self.appleError = appleError
+        self.appleErrorDescription = appleErrorDescription
+        self.latencyMilliseconds = latencyMilliseconds
+        self.detail = detail
+        self.recordedBy = recordedBy
+    }
+
+    /// The hash a chain's first row follows.
+    public static let genesis = [UInt8](repeating: 0, count: 32)
+
+    /// The row's hash after `previous`: what the database's trigger stored, unless the row or
+    /// the chain before it was changed.
+    public func hash(after previous: [UInt8]) -> [UInt8] {
+        var encoder = CanonicalEncoder(domain: "revoker.audit.v1")
+        encoder.append(raw: previous)
+        encoder.append(chainKey)
+        encoder.append(String(chainSeq))
+        encoder.append(String(id))
+        encoder.append(String(occurredAtMicros))
+        encoder.append(String(txid))
+        encoder.append(requestID.map { $0.uuidString.lowercased() })
+        encoder.append(clientID)
+        encoder.append(externalReference)
+        encoder.append(appleUserID)
+        encoder.append(event)
+        encoder.append(attempt.map(String.init))
+        encoder.append(actor)
+        encoder.append(appleEndpoint)
+        encoder.append(httpStatus.map(String.init))
+        encoder.append(appleError)
+        encoder.append(appleErrorDescription)
+        encoder.append(latencyMilliseconds.map(String.init))
+        encoder.append(detail)
+        encoder.append(recordedBy)
+        return encoder.sha256()
+    }
+
+    /// When the row says it happened.
+    public var occurredAt: Date { Date(timeIntervalSince1970: Double(occurredAtMicros) / 1_000_000) }
+}
+
+/// The encoding hashes and signatures are taken over: a domain string, then each field as
+/// 0x00 (absent) or 0x01, its UTF-8 length (4 bytes, big-endian) and its bytes.
+struct CanonicalEncoder {
+    private(set) var bytes: [UInt8]
+
+    init(domain: String) {
+        bytes = Array(domain.utf8)
+    }
+
+    mutating func append(raw: [UInt8]) {
+        bytes += raw
+    }
+
+    mutating func append(_ value: String?) {
+        guard let value else {
+            bytes.append(0)
+            return
+        }
+        let utf8 = Array(value.utf8)
+        bytes.append(1)
+        let length = UInt32(utf8.count)
+        bytes += [UInt8(length >> 24), UInt8((length >> 16) & 0xff), UInt8((length >> 8) & 0xff), UInt8(length & 0xff)]
+        bytes += utf8
+    }
+
+    func sha256() -> [UInt8] {
+        Array(SHA256.hash(data: bytes))
+    }
+}

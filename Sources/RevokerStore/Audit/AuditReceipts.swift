@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerEvidence
+
+/// Issues ``AuditReceipt``s: a request's whole chain, proven into signed checkpoints.
+public struct AuditReceipts: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The receipt of request `id`, or nil when the trail has no row of it. Takes checkpoints
+    /// until every row of the request is under one (at most `wait`).
+    public func issue(requestID id: UUID, key: AuditSigningKey, wait: Duration = .seconds(30)) async throws -> AuditReceipt? {
+        let chain = id.uuidString.lowercased()
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                "SELECT \(unescaped: AuditVerifier.rowColumns) FROM revoker.audit_events WHERE chain_key = \(chain) ORDER BY chain_seq",
+                logger: self.logger
+            ).collect()
+        }
+        guard !rows.isEmpty else { return nil }
+        let chainRows = try rows.map(AuditVerifier.decodeRow)
+        let newest = chainRows.map(\.row.txid).max() ?? 0
+        let checkpoints = AuditCheckpoints(client: client, logger: logger)
+        var covering = try await checkpoints.all()
+        let deadline = ContinuousClock.now + wait
+        while (covering.last?.txidTo ?? 0) <= newest {
+            guard ContinuousClock.now < deadline else {
+                throw RevokerStoreError(
+                    .conflict,
+                    "the request's latest audit rows are not under a checkpoint yet (a long transaction holds the horizon back); try again shortly"
+                )
+            }
+            if try await checkpoints.take(signingWith: key) == nil { try await Task.sleep(for: .milliseconds(200)) }
+            covering = try await checkpoints.all()
+        }
+        // Each checkpoint's rows (id, hash) in id order, fetched and checked once.
+        var slices: [Int: [(Int64, [UInt8])]] = [:]
+        var events: [AuditReceipt.Event] = []
+        for (row, previous, hash) in chainRows {
+            guard let index = AuditVerifier.slice(of: row.txid, in: covering) else {
+                throw RevokerStoreError(.unexpectedData, "audit row \(row.id) lies in no checkpoint: run `revoker audit verify`")
+            }
+            let checkpoint = covering[index]
+            if slices[index] == nil {
+                let slice = try await sliceRows(checkpoint)
+                guard slice.count == checkpoint.rowCount, MerkleTree.root(slice.map(\.1)) == checkpoint.merkleRoot else {
+                    throw RevokerStoreError(
+                        .unexpectedData,
+                        "the audit trail no longer matches checkpoint \(checkpoint.seq): run `revoker audit verify`; no receipt is issued"
+                    )
+                }
+                slices[index] = slice
+            }
+            let leaves = slices[index] ?? []
+            guard let leaf = leaves.firstIndex(where: { $0.0 == row.id }) else {
+                throw RevokerStoreError(.unexpectedData, "audit row \(row.id) is missing from checkpoint \(checkpoint.seq)")
+            }
+            events.append(
+                AuditReceipt.Event(
+                    row: row,
+                    previousHash: previous.hex,
+                    hash: hash.hex,
+                    checkpoint: checkpoint.seq,
+                    leafIndex: leaf,
+                    path: MerkleTree.path(for: leaf, in: leaves.map(\.1)).map(\.hex)
+                )
+            )
+        }
+        let now = Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down))
+        return try AuditReceipt.issue(
+            events: events,
+            checkpoints: slices.keys.sorted().map { covering[$0] },
+            issuedAtMicros: now,
+            key: key
+        )
+    }
+
+    /// The newest request with `reference` (of `clientID`, when given).
+    public func request(reference: String, clientID: String?) async throws -> UUID? {
+        try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                SELECT request_id FROM revoker.audit_events
+                WHERE external_reference = \(reference) AND request_id IS NOT NULL
+                  AND (\(clientID)::text IS NULL OR client_id = \(clientID)::text)
+                ORDER BY id DESC LIMIT 1
+                """,
+                logger: self.logger
+            ).collect().first?.decode(UUID.self)
+        }
+    }
+
+    private func sliceRows(_ checkpoint: AuditCheckpoint) async throws -> [(Int64, [UInt8])] {
+        try await StoreDatabase.run(logger) {
+            let rows = try await self.client.query(
+                """
+                SELECT id, hash FROM revoker.audit_events
+                WHERE txid >= \(String(checkpoint.txidFrom))::xid8 AND txid < \(String(checkpoint.txidTo))::xid8 ORDER BY id
+                """,
+                logger: self.logger
+            )
+            var slice: [(Int64, [UInt8])] = []
+            for try await (id, hash) in rows.decode((Int64, Data).self) { slice.append((id, Array(hash))) }
+            return slice
+        }
+    }
+}

@@ -1,0 +1,399 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerEvidence
+
+/// Checks the audit trail's chains, heads and signed checkpoints (migration 0006) and names
+/// every row that was changed, removed, added or moved. It recomputes every hash itself and
+/// trusts no function stored in the database.
+public struct AuditVerifier: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// How long a transaction may have been running when a checkpoint was taken: a row whose
+    /// time is further before a checkpoint that does not cover it was back-dated.
+    public static let backdatingGrace: Int64 = 10 * 60 * 1_000_000
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// A timestamptz column in exact microseconds since 1970.
+    static func micros(_ column: String) -> String {
+        "(floor(extract(epoch FROM \(column)))::bigint * 1000000 + extract(microseconds FROM \(column))::bigint % 1000000)"
+    }
+
+    /// Verifies rows that occurred at or after `since` (all by default) of `clientID` (all apps
+    /// by default), and every checkpoint taken since then, against `keys`.
+    public func verify(since: Date? = nil, clientID: String? = nil, keys: [AuditPublicKey]) async throws -> AuditVerification {
+        try await StoreDatabase.run(logger) {
+            var problems: [AuditProblem] = []
+            let genesis = try await self.genesis()
+            let checkpoints = try await AuditCheckpoints(client: self.client, logger: self.logger).all()
+            problems += Self.checkLinks(checkpoints, keys: keys)
+            let (rows, chains) = try await self.checkChains(since: since, clientID: clientID, problems: &problems)
+            try await self.checkHeads(clientID: clientID, problems: &problems)
+            let sinceMicros = since.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down)) }
+            let covered = checkpoints.filter { sinceMicros == nil || $0.createdAtMicros >= sinceMicros! }
+            let pending = try await self.checkSlices(covered, last: checkpoints.last, clientID: clientID, problems: &problems)
+            return AuditVerification(
+                rowsChecked: rows,
+                chainsChecked: chains,
+                checkpointsChecked: covered.count,
+                rowsNotYetCheckpointed: pending,
+                lastCheckpointAt: checkpoints.last?.createdAt,
+                genesis: genesis,
+                problems: problems
+            )
+        }
+    }
+
+    private func genesis() async throws -> AuditVerification.Genesis? {
+        let row = try await client.query("SELECT migrated_at, rows_brought_in FROM revoker.audit_genesis LIMIT 1", logger: logger)
+            .collect().first?.decode((Date, Int64).self)
+        return row.map { AuditVerification.Genesis(migratedAt: $0.0, rowsBroughtIn: $0.1) }
+    }
+
+    /// Signatures, hashes and the links between consecutive checkpoints.
+    static func checkLinks(_ checkpoints: [AuditCheckpoint], keys: [AuditPublicKey]) -> [AuditProblem] {
+        var problems: [AuditProblem] = []
+        var previous: AuditCheckpoint?
+        for checkpoint in checkpoints {
+            let seq = checkpoint.seq
+            if !keys.contains(where: { $0.keyID == checkpoint.keyID }) {
+                problems.append(
+                    AuditProblem(
+                        .unknownKey,
+                        "checkpoint \(seq) is signed by key \(checkpoint.keyID), which was not given: pass its public key to check it",
+                        checkpoint: seq
+                    )
+                )
+            } else if !checkpoint.isSigned(byOneOf: keys) {
+                problems.append(
+                    AuditProblem(.checkpointForged, "checkpoint \(seq): its signature does not match what it states", checkpoint: seq)
+                )
+            }
+            let expectedSeq = (previous?.seq ?? 0) + 1
+            let expectedFrom = previous?.txidTo ?? 0
+            let expectedPrevious = previous?.hash ?? AuditCheckpoint.genesis
+            if seq != expectedSeq {
+                problems.append(
+                    AuditProblem(
+                        .checkpointForged,
+                        "checkpoint \(seq) follows checkpoint \(expectedSeq - 1): checkpoints are missing",
+                        checkpoint: seq
+                    )
+                )
+            } else if checkpoint.previousHash != expectedPrevious || checkpoint.txidFrom != expectedFrom {
+                problems.append(
+                    AuditProblem(
+                        .checkpointForged,
+                        "checkpoint \(seq) does not continue checkpoint \(seq - 1) (previous hash or first transaction differ)",
+                        checkpoint: seq
+                    )
+                )
+            }
+            previous = checkpoint
+        }
+        return problems
+    }
+
+    /// The columns ``decodeRow`` reads.
+    static let rowColumns = """
+        chain_key, chain_seq, id, \(micros("occurred_at")), txid::text, request_id, client_id, external_reference,
+        apple_user_id, event, attempt, actor, apple_endpoint, http_status, apple_error, apple_error_description,
+        latency_ms, detail, recorded_by, prev_hash, hash
+        """
+
+    /// A row of ``rowColumns``: the fields its hash covers, its previous hash and its hash.
+    static func decodeRow(_ row: PostgresRow) throws -> (row: AuditChainRow, previous: [UInt8], hash: [UInt8]) {
+        let cells = try row.decode(
+            (
+                String, Int64, Int64, Int64, String, UUID?, String?, String?, String?, String, Int?, String, String?, Int?, String?,
+                String?, Int?, String?, String?, Data, Data
+            ).self
+        )
+        let chainRow = AuditChainRow(
+            chainKey: cells.0,
+            chainSeq: cells.1,
+            id: cells.2,
+            occurredAtMicros: cells.3,
+            txid: try AuditCheckpoints.txid(cells.4),
+            requestID: cells.5,
+            clientID: cells.6,
+            externalReference: cells.7,
+            appleUserID: cells.8,
+            event: cells.9,
+            attempt: cells.10,
+            actor: cells.11,
+            appleEndpoint: cells.12,
+            httpStatus: cells.13,
+            appleError: cells.14,
+            appleErrorDescription: cells.15,
+            latencyMilliseconds: cells.16,
+            detail: cells.17,
+            recordedBy: cells.18
+        )
+        return (chainRow, Array(cells.19), Array(cells.20))
+    }
+
+    /// Recomputes every row's hash and follows each chain; returns (rows, chains) checked.
+    private func checkChains(since: Date?, clientID: String?, problems: inout [AuditProblem]) async throws -> (Int, Int) {
+        let sql: PostgresQuery = """
+            SELECT \(unescaped: Self.rowColumns)
+            FROM revoker.audit_events
+            WHERE (\(since)::timestamptz IS NULL OR occurred_at >= \(since)::timestamptz)
+              AND (\(clientID)::text IS NULL OR client_id = \(clientID)::text)
+            ORDER BY chain_key, chain_seq
+            """
+        let rows = try await client.query(sql, logger: logger)
+        var walker = ChainWalker(partial: since != nil)
+        for try await row in rows {
+            let (chainRow, previous, hash) = try Self.decodeRow(row)
+            problems += walker.check(chainRow, previousHash: previous, hash: hash)
+        }
+        return (walker.rows, walker.chains)
+    }
+
+    /// Each chain's last row against the head the trigger recorded: finds rows removed from
+    /// a chain's end, whole chains removed, and rows added beyond a head.
+    private func checkHeads(clientID: String?, problems: inout [AuditProblem]) async throws {
+        let sql: PostgresQuery = """
+            WITH last AS (
+                SELECT DISTINCT ON (chain_key) chain_key, chain_seq, id, hash
+                FROM revoker.audit_events
+                WHERE \(clientID)::text IS NULL OR client_id = \(clientID)::text
+                ORDER BY chain_key, chain_seq DESC
+            ), heads AS (
+                SELECT * FROM revoker.audit_chains
+                WHERE \(clientID)::text IS NULL OR chain_key IN (SELECT chain_key FROM last)
+            )
+            SELECT coalesce(h.chain_key, l.chain_key), h.last_seq, h.last_hash = l.hash, l.chain_seq, l.id
+            FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
+            WHERE h.chain_key IS NULL OR l.chain_key IS NULL OR h.last_seq <> l.chain_seq OR h.last_hash <> l.hash
+            ORDER BY 1
+            """
+        let rows = try await client.query(sql, logger: logger)
+        for try await (chain, headSeq, sameHash, lastSeq, lastID) in rows.decode((String, Int64?, Bool?, Int64?, Int64?).self) {
+            switch (headSeq, lastSeq) {
+            case (let head?, nil):
+                problems.append(AuditProblem(.removed, "chain \(chain): all \(head) rows its head records are missing", chain: chain))
+            case (nil, _?):
+                problems.append(
+                    AuditProblem(
+                        .inserted,
+                        "chain \(chain): has rows but no recorded head: written without the trigger",
+                        rows: lastID.map { [$0] } ?? [],
+                        chain: chain
+                    )
+                )
+            case (let head?, let last?) where last < head:
+                problems.append(
+                    AuditProblem(
+                        .removed,
+                        "chain \(chain): rows #\(last + 1)…#\(head) are missing from its end (its head records #\(head))",
+                        chain: chain
+                    )
+                )
+            case (let head?, let last?) where last > head:
+                problems.append(
+                    AuditProblem(
+                        .inserted,
+                        "chain \(chain): rows #\(head + 1)…#\(last) lie beyond its recorded head #\(head)",
+                        rows: lastID.map { [$0] } ?? [],
+                        chain: chain
+                    )
+                )
+            default:
+                if sameHash == false {
+                    problems.append(
+                        AuditProblem(
+                            .changed,
+                            "chain \(chain): its last row is not the one its head records: rewritten",
+                            rows: lastID.map { [$0] } ?? [],
+                            chain: chain
+                        )
+                    )
+                }
+            }
+        }
+    }
+
+    /// Recomputes each checkpoint's slice (row count and Merkle root); returns how many rows
+    /// no checkpoint covers yet.
+    private func checkSlices(
+        _ checkpoints: [AuditCheckpoint],
+        last: AuditCheckpoint?,
+        clientID: String?,
+        problems: inout [AuditProblem]
+    ) async throws -> Int {
+        let lowest = checkpoints.first?.txidFrom ?? last?.txidTo ?? 0
+        let horizon =
+            try await client.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text", logger: logger)
+            .collect().first?.decode(String.self)
+        let next = try horizon.map(AuditCheckpoints.txid) ?? UInt64.max
+        var trees = Array(repeating: MerkleTree.Builder(), count: checkpoints.count)
+        var pending = 0
+        let rows = try await client.query(
+            """
+            SELECT id, txid::text, \(unescaped: Self.micros("occurred_at")), hash, client_id
+            FROM revoker.audit_events WHERE txid >= \(String(lowest))::xid8 ORDER BY id
+            """,
+            logger: logger
+        )
+        let lastCovered = last?.txidTo ?? 0
+        for try await (id, txidText, occurred, hash, client) in rows.decode((Int64, String, Int64, Data, String?).self) {
+            let txid = try AuditCheckpoints.txid(txidText)
+            if txid >= next {
+                problems.append(
+                    AuditProblem(.inserted, "row \(id) claims transaction \(txid), which has not started yet: forged", rows: [id])
+                )
+                continue
+            }
+            if txid >= lastCovered {
+                if clientID == nil || client == clientID { pending += 1 }
+                if let last, occurred < last.createdAtMicros - Self.backdatingGrace {
+                    problems.append(
+                        AuditProblem(
+                            .reordered,
+                            "row \(id) claims to have occurred at \(Self.format(occurred)), before checkpoint \(last.seq) "
+                                + "(\(Self.format(last.createdAtMicros))) that does not cover it: back-dated",
+                            rows: [id]
+                        )
+                    )
+                }
+                continue
+            }
+            guard let index = Self.slice(of: txid, in: checkpoints) else { continue }
+            trees[index].append(Array(hash))
+            if index > 0, occurred < checkpoints[index - 1].createdAtMicros - Self.backdatingGrace {
+                problems.append(
+                    AuditProblem(
+                        .reordered,
+                        "row \(id) claims to have occurred at \(Self.format(occurred)), before checkpoint "
+                            + "\(checkpoints[index - 1].seq) that does not cover it: back-dated",
+                        rows: [id],
+                        checkpoint: checkpoints[index].seq
+                    )
+                )
+            }
+        }
+        for (checkpoint, tree) in zip(checkpoints, trees) where tree.count != checkpoint.rowCount || tree.root != checkpoint.merkleRoot {
+            let counted = Int64(tree.count)
+            let how =
+                counted < checkpoint.rowCount
+                ? "\(checkpoint.rowCount - counted) of its \(checkpoint.rowCount) rows are missing"
+                : counted > checkpoint.rowCount
+                    ? "it holds \(counted - checkpoint.rowCount) rows more than the \(checkpoint.rowCount) it signed for"
+                    : "its \(counted) rows are not the ones it signed for (changed)"
+            problems.append(
+                AuditProblem(
+                    .checkpointMismatch,
+                    "checkpoint \(checkpoint.seq) (\(Self.format(checkpoint.createdAtMicros))): \(how)",
+                    checkpoint: checkpoint.seq
+                )
+            )
+        }
+        return pending
+    }
+
+    /// The checkpoint whose [txidFrom, txidTo) holds `txid`, by binary search.
+    static func slice(of txid: UInt64, in checkpoints: [AuditCheckpoint]) -> Int? {
+        var low = 0
+        var high = checkpoints.count
+        while low < high {
+            let middle = (low + high) / 2
+            if checkpoints[middle].txidTo <= txid {
+                low = middle + 1
+            } else {
+                high = middle
+            }
+        }
+        guard low < checkpoints.count, checkpoints[low].txidFrom <= txid else { return nil }
+        return low
+    }
+
+    static func format(_ micros: Int64) -> String {
+        Date(timeIntervalSince1970: Double(micros) / 1_000_000).formatted(.iso8601)
+    }
+}
+
+/// Follows rows in (chain, seq) order.
+struct ChainWalker {
+    /// Verifying from a point in time: a chain's first row seen need not be its first.
+    let partial: Bool
+    private(set) var rows = 0
+    private(set) var chains = 0
+    private var last: (key: String, seq: Int64, id: Int64, micros: Int64, hash: [UInt8])?
+
+    init(partial: Bool) {
+        self.partial = partial
+    }
+
+    mutating func check(_ row: AuditChainRow, previousHash: [UInt8], hash: [UInt8]) -> [AuditProblem] {
+        var problems: [AuditProblem] = []
+        let chain = row.chainKey
+        rows += 1
+        if row.hash(after: previousHash) != hash {
+            problems.append(
+                AuditProblem(
+                    .changed,
+                    "row \(row.id) (chain \(chain), #\(row.chainSeq)): its fields no longer give its hash: changed",
+                    rows: [row.id],
+                    chain: chain
+                )
+            )
+        }
+        if let last, last.key == chain {
+            if row.chainSeq != last.seq + 1 {
+                let missing = row.chainSeq - last.seq - 1
+                problems.append(
+                    AuditProblem(
+                        .removed,
+                        "chain \(chain): \(missing) row(s) #\(last.seq + 1)…#\(row.chainSeq - 1) between rows \(last.id) and \(row.id) are missing",
+                        rows: [last.id, row.id],
+                        chain: chain
+                    )
+                )
+            } else if previousHash != last.hash {
+                problems.append(
+                    AuditProblem(
+                        .inserted,
+                        "row \(row.id) (chain \(chain), #\(row.chainSeq)) does not follow row \(last.id): inserted, or the chain rewritten",
+                        rows: [row.id],
+                        chain: chain
+                    )
+                )
+            }
+            if row.id <= last.id || row.occurredAtMicros + 1_000_000 < last.micros {
+                problems.append(
+                    AuditProblem(
+                        .reordered,
+                        "row \(row.id) (chain \(chain), #\(row.chainSeq)) runs against its chain's order (id or time before row \(last.id))",
+                        rows: [row.id],
+                        chain: chain
+                    )
+                )
+            }
+        } else {
+            chains += 1
+            if row.chainSeq == 1, previousHash != AuditChainRow.genesis {
+                problems.append(
+                    AuditProblem(.inserted, "row \(row.id) starts chain \(chain) but does not follow its genesis", rows: [row.id], chain: chain)
+                )
+            } else if row.chainSeq > 1, !partial {
+                problems.append(
+                    AuditProblem(
+                        .removed,
+                        "chain \(chain): rows #1…#\(row.chainSeq - 1) before row \(row.id) are missing",
+                        rows: [row.id],
+                        chain: chain
+                    )
+                )
+            }
+        }
+        last = (chain, row.chainSeq, row.id, row.occurredAtMicros, hash)
+        return problems
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerEvidence
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import Testing
+
+@Suite("Audit chains and checkpoints")
+struct AuditChainTests {
+    static let logger = Logger(label: "test")
+
+    static func count(_ sql: String, _ db: ScratchDatabase) async throws -> Int {
+        try await db.client.query(PostgresQuery(unsafeSQL: sql)).collect().first?.decode(Int.self) ?? -1
+    }
+
+    @Test func everyWriterChainsItsRowsAndTheSwiftHashAgreesWithTheDatabase() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let key = AuditSigningKey()
+            let verifier = AuditVerifier(client: db.client, logger: Self.logger)
+            let checkpoints = AuditCheckpoints(client: db.client, logger: Self.logger)
+            // The Swift path, concurrently; the SQL path; claims; app pauses; odd text.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<12 {
+                    group.addTask { _ = try await queue.enqueue(Fixtures.new("user-\(index) ✓\u{1F600}"), actor: "t") }
+                }
+                try await group.waitForAll()
+            }
+            let claimed = try await Fixtures.enqueueAndClaim(5, db: db, queue: queue)
+            #expect(claimed.count >= 5)
+            let first = try #require(try await queue.list(RevocationFilter(limit: 1)).first)
+            _ = try await queue.cancel(id: first.id, actor: "ops")
+            try await queue.pauseApp(clientID: "com.example.app", reason: ErrorDetail(code: "invalid_client"), probeAfter: .seconds(60), actor: "ops")
+            _ = try await queue.resumeApp(clientID: "com.example.app", actor: "ops")
+
+            let before = try await verifier.verify(keys: [key.publicKey])
+            #expect(before.intact, "\(before.problems)")
+            #expect(before.rowsChecked == (try await Self.count("SELECT count(*)::int FROM revoker.audit_events", db)))
+            #expect(before.chainsChecked == (try await Self.count("SELECT count(DISTINCT chain_key)::int FROM revoker.audit_events", db)))
+            #expect(before.chainsChecked >= 18)
+            #expect(before.checkpointsChecked == 0)
+
+            let checkpoint = try #require(try await Self.checkpointEverything(checkpoints, verifier, key))
+            #expect(checkpoint.seq >= 1)
+            let after = try await verifier.verify(keys: [key.publicKey])
+            #expect(after.intact, "\(after.problems)")
+            #expect(after.rowsNotYetCheckpointed == 0)
+            #expect(after.checkpointsChecked == (try await checkpoints.all().count))
+
+            // More rows, then a second checkpoint that continues the first.
+            _ = try await queue.enqueue(Fixtures.new("user-late"), actor: "t")
+            let pending = try await verifier.verify(keys: [key.publicKey])
+            #expect(pending.intact && pending.rowsNotYetCheckpointed >= 1)
+            let second = try #require(try await Self.checkpointEverything(checkpoints, verifier, key))
+            #expect(second.seq > checkpoint.seq)
+            #expect(second.previousHash.count == 32)
+            let all = try await checkpoints.all()
+            #expect(zip(all, all.dropFirst()).allSatisfy { $1.previousHash == $0.hash && $1.txidFrom == $0.txidTo })
+            #expect(try await verifier.verify(keys: [key.publicKey]).intact)
+
+            // A key that did not sign them is named, and is not tampering.
+            let unknown = try await verifier.verify(keys: [AuditSigningKey().publicKey])
+            #expect(!unknown.problems.isEmpty && unknown.problems.allSatisfy { $0.kind == .unknownKey })
+        }
+    }
+
+    /// Takes checkpoints until none of the rows is left out (other tests' open transactions on
+    /// the same server can hold the horizon back for a while).
+    static func checkpointEverything(
+        _ checkpoints: AuditCheckpoints,
+        _ verifier: AuditVerifier,
+        _ key: AuditSigningKey
+    ) async throws -> AuditCheckpoint? {
+        var last: AuditCheckpoint?
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < deadline {
+            if let taken = try await checkpoints.take(signingWith: key) { last = taken }
+            if try await verifier.verify(keys: [key.publicKey]).rowsNotYetCheckpointed == 0 { return last }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        Issue.record("rows stayed outside every checkpoint for 120 s")
+        return last
+    }
+
+    @Test func writersOfOneChainQueueBehindItsHeadAndLeaveNoGap() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let request = try await queue.enqueue(Fixtures.new("user-busy"), actor: "t").request
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<6 {
+                    group.addTask {
+                        for index in 0..<15 {
+                            _ = try await db.client.query(
+                                """
+                                INSERT INTO revoker.audit_events (request_id, client_id, event, actor, detail)
+                                VALUES (\(request.id), 'com.example.app', 'note', 'sql:postgres', \("writer \(writer) note \(index)"))
+                                """
+                            ).collect()
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let rows = try await db.client.query(
+                "SELECT chain_seq, id FROM revoker.audit_events WHERE chain_key = \(request.id.uuidString.lowercased()) ORDER BY chain_seq"
+            ).collect()
+            let positions = try rows.map { try $0.decode((Int64, Int64).self) }
+            #expect(positions.map(\.0) == Array(1...91))
+            #expect(positions.map(\.1) == positions.map(\.1).sorted())
+            let result = try await AuditVerifier(client: db.client, logger: Self.logger).verify(keys: [])
+            #expect(result.intact, "\(result.problems)")
+        }
+    }
+
+    @Test func rowsWrittenBeforeTheMigrationAreChainedFromARecordedGenesis() async throws {
+        try await ScratchDatabase.withScratchDatabase { db in
+            try await Migrator(client: db.client, logger: Self.logger, migrations: Array(Migration.all.prefix(5))).migrate()
+            let queue = RevocationQueue(client: db.client, sealer: try Fixtures.sealer(), logger: Self.logger)
+            for index in 0..<4 {
+                let request = try await queue.enqueue(Fixtures.new("old-\(index)"), actor: "t").request
+                if index.isMultiple(of: 2) { _ = try await queue.cancel(id: request.id, actor: "ops") }
+            }
+            let before = try await Self.count("SELECT count(*)::int FROM revoker.audit_events", db)
+            #expect(before >= 8)
+            try await Migrator(client: db.client, logger: Self.logger).migrate()
+            _ = try await queue.enqueue(Fixtures.new("new-0"), actor: "t")
+            let result = try await AuditVerifier(client: db.client, logger: Self.logger).verify(keys: [])
+            #expect(result.intact, "\(result.problems)")
+            #expect(result.genesis?.rowsBroughtIn == Int64(before))
+            #expect(result.rowsChecked == before + 1)
+        }
+    }
+}
