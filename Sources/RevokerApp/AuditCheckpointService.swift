@@ -28,7 +28,10 @@ struct AuditCheckpointService: Service {
 
     private func take() async {
         do {
-            if let checkpoint = try await checkpoints.take(signingWith: key) {
+            // Bounded: a statement that never answers must not hold up a shutdown.
+            let checkpoints = self.checkpoints
+            let key = self.key
+            if let checkpoint = try await withDeadline(.seconds(120), { try await checkpoints.take(signingWith: key) }) {
                 logger.debug(
                     "Audit checkpoint taken",
                     metadata: ["revoker.checkpoint": "\(checkpoint.seq)", "revoker.rows": "\(checkpoint.rowCount)"]

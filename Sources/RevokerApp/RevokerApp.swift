@@ -96,7 +96,9 @@ public struct RevokerApp: Sendable {
             logger: logger
         )
 
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database)]
+        // Every service is named: otherwise ServiceLifecycle describes each one by reflecting
+        // over all its fields, which once crashed the test suite (a null array in the reflection).
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database, serviceName: "database")]
         // Right after the database: at shutdown it stops after every writer, so its last
         // checkpoint covers their rows.
         if !parts.isEmpty, let key = configuration.audit.signingKey {
@@ -106,7 +108,7 @@ public struct RevokerApp: Sendable {
                 interval: configuration.audit.checkpointInterval,
                 logger: logger
             )
-            services.append(.init(service: AfterStartup(check: startup, service: checkpoints)))
+            services.append(.init(service: AfterStartup(check: startup, service: checkpoints), serviceName: "audit-checkpoints"))
         }
         // One pool to Apple and one cache of Apple's keys for the worker's identity tokens and
         // the API's notifications.
@@ -114,7 +116,7 @@ public struct RevokerApp: Sendable {
         var appleKeys: AppleKeySet?
         if parts.contains(.worker) || (parts.contains(.api) && configuration.appleNotifications != nil) {
             let client = Self.makeAppleClient(configuration, logger: logger)
-            services.append(.init(service: HTTPClientService(client: client.httpClient)))
+            services.append(.init(service: HTTPClientService(client: client.httpClient), serviceName: "apple-http-client"))
             pool = client
             appleKeys = AppleKeySet(client: client)
         }
@@ -153,7 +155,7 @@ public struct RevokerApp: Sendable {
             if !configuration.webhooks.isEmpty {
                 if draining { workFinished = AsyncStream.makeStream(of: Void.self) }
                 let client = WebhookDeliverer.makeHTTPClient()
-                services.append(.init(service: HTTPClientService(client: client)))
+                services.append(.init(service: HTTPClientService(client: client), serviceName: "webhook-http-client"))
                 let deliverer = WebhookDeliverer(
                     endpoints: configuration.webhooks,
                     settings: configuration.webhookDelivery,
@@ -167,7 +169,8 @@ public struct RevokerApp: Sendable {
                 services.append(
                     .init(
                         service: AfterStartup(check: startup, service: deliverer),
-                        successTerminationBehavior: draining ? .gracefullyShutdownGroup : .cancelGroup
+                        successTerminationBehavior: draining ? .gracefullyShutdownGroup : .cancelGroup,
+                        serviceName: "webhook-deliverer"
                     )
                 )
             }
@@ -176,7 +179,8 @@ public struct RevokerApp: Sendable {
             services.append(
                 .init(
                     service: AfterStartup(check: startup, service: worker, finished: workFinished?.continuation),
-                    successTerminationBehavior: ending
+                    successTerminationBehavior: ending,
+                    serviceName: "worker"
                 )
             )
         } else {
@@ -207,7 +211,7 @@ public struct RevokerApp: Sendable {
                 portContinuation.yield(port)
                 await onServerRunning(port)
             }
-            services.append(.init(service: AfterStartup(check: startup, service: application)))
+            services.append(.init(service: AfterStartup(check: startup, service: application), serviceName: "api"))
         } else {
             self.api = nil
         }

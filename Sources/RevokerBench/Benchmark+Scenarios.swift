@@ -91,6 +91,16 @@ extension Benchmark {
             let used = try await counters.delta(ownTransactions: polls)
             let outcome = try await DrainOutcome(stage.database, logger: logger)
             problems += try await outcome.problems(expected: grants, sandbox: stage.sandbox)
+            var auditRowsVerified: Int?
+            if options.auditChain {
+                let verification = try await AuditVerifier(client: stage.database.client, logger: logger)
+                    .verify(keys: stage.configuration.audit.verificationKeys)
+                if verification.intact {
+                    auditRowsVerified = verification.rowsChecked
+                } else {
+                    problems.append("the audit trail did not verify: \(verification.problems.prefix(3).map(\.message).joined(separator: "; "))")
+                }
+            }
             let revocations = Double(max(outcome.revoked, 1))
             return BenchmarkReport.Drain(
                 latencyMilliseconds: latency,
@@ -111,6 +121,8 @@ extension Benchmark {
                 topStatements: used.top.map {
                     .init(callsPerRevocation: Double($0.calls) / revocations, totalMilliseconds: $0.milliseconds, query: $0.query)
                 },
+                auditChain: options.auditChain,
+                auditRowsVerified: auditRowsVerified,
                 valid: problems.isEmpty,
                 problems: problems
             )

@@ -94,10 +94,32 @@ public struct Benchmark: Sendable {
             worker: worker,
             sandbox: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
             server: options.databaseURL,
-            logger: logger,
-            body
-        )
+            logger: logger
+        ) { stage in
+            if !options.auditChain {
+                _ = try await stage.database.client.query(PostgresQuery(unsafeSQL: Self.withoutAuditChain), logger: logger).collect()
+            }
+            return try await body(stage)
+        }
     }
+
+    /// Audit rows stamped as before migration 0006, without their chain: the baseline the
+    /// chain's cost is measured against. Never applied outside a benchmark's scratch database.
+    static let withoutAuditChain = """
+        \(marker)
+        ALTER TABLE revoker.audit_events ALTER COLUMN chain_key DROP NOT NULL, ALTER COLUMN chain_seq DROP NOT NULL,
+            ALTER COLUMN prev_hash DROP NOT NULL, ALTER COLUMN hash DROP NOT NULL, ALTER COLUMN txid DROP NOT NULL;
+        CREATE OR REPLACE FUNCTION revoker.audit_events_stamp() RETURNS trigger
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $$
+        BEGIN
+            NEW.id := nextval('revoker.audit_events_id_seq');
+            NEW.occurred_at := clock_timestamp();
+            NEW.recorded_by := session_user;
+            RETURN NEW;
+        END;
+        $$;
+        """
 
     /// Runs `body` with a client of its own on the stage's database, closed afterwards, so that
     /// its server backends end and their statistics are flushed.

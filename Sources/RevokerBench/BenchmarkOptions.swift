@@ -29,6 +29,9 @@ public struct BenchmarkOptions: Sendable {
     public var databaseURL: String
     /// A drain that has not finished after this many seconds is reported invalid.
     public var drainTimeoutSeconds = 600
+    /// Whether the audit trail is chained (migration 0006, as deployed). Off, each scenario's
+    /// database stamps audit rows as before 0006: only to measure what the chain costs.
+    public var auditChain = true
 
     /// The full run's defaults, with the `revoker` binary to start as workers and the server to use.
     public init(binary: String, databaseURL: String) {

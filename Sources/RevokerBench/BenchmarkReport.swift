@@ -92,6 +92,10 @@ public struct BenchmarkReport: Codable, Sendable {
         public var transactionsPerRevocation: Double
         /// The most frequent worker statements and their calls per revocation.
         public var topStatements: [Statement]
+        /// Whether the audit trail was chained, and the rows `revoker audit verify` found intact
+        /// after the drain (nil without the chain).
+        public var auditChain: Bool
+        public var auditRowsVerified: Int?
         /// Whether every request was revoked and the sandbox saw every grant revoked; if not, why.
         public var valid: Bool
         public var problems: [String]
@@ -182,7 +186,8 @@ extension BenchmarkReport {
         }
         lines.append("")
         let header = [
-            "Apple ms", "procs", "conc", "rev/s", "p50 ms", "p95 ms", "p99 ms", "RSS MB", "CPU s/1k", "PG CPU/1k", "stmts/rev", "xacts/rev", "valid",
+            "Apple ms", "procs", "conc", "rev/s", "p50 ms", "p95 ms", "p99 ms", "RSS MB", "CPU s/1k", "PG CPU/1k", "stmts/rev", "xacts/rev",
+            "audit", "valid",
         ]
         var rows = [header]
         for drain in drains {
@@ -191,7 +196,8 @@ extension BenchmarkReport {
                 Self.number(drain.latency.p50), Self.number(drain.latency.p95), Self.number(drain.latency.p99),
                 Self.decimal(drain.workerPeakRSSMegabytes, 1), Self.decimal(drain.workerCPUSecondsPer1000, 2),
                 Self.decimal(drain.postgresCPUSecondsPer1000, 2), drain.statementsPerRevocation.map { Self.decimal($0, 2) } ?? "-",
-                Self.decimal(drain.transactionsPerRevocation, 2), drain.valid ? "yes" : "NO",
+                Self.decimal(drain.transactionsPerRevocation, 2),
+                drain.auditChain ? drain.auditRowsVerified.map { "\($0) ok" } ?? "NOT OK" : "no chain", drain.valid ? "yes" : "NO",
             ])
         }
         lines.append("Drain (\(requests) requests: 80% refresh tokens, 20% authorization codes, two apps)")

@@ -98,7 +98,9 @@ public struct WebhookDeliverer: Service {
                     if Task.isShuttingDownGracefully { break }
                     if !registered {
                         do {
-                            try await deliveries.register(endpoints.map(\.name), fromStart: settings.fromStart)
+                            try await database { [deliveries, endpoints, settings] in
+                                try await deliveries.register(endpoints.map(\.name), fromStart: settings.fromStart)
+                            }
                             registered = true
                         } catch {
                             logger.warning(
@@ -132,7 +134,8 @@ public struct WebhookDeliverer: Service {
                 continue
             case .caughtUp(let cursor):
                 // Events whose transaction is committed but not yet readable come next.
-                let pending = try? await feed.hasCommittedEvents(after: cursor, clientIDs: endpoint.clientIDs.sorted())
+                let pending = try? await database { [feed] in try await feed.hasCommittedEvents(after: cursor, clientIDs: endpoint.clientIDs.sorted())
+                }
                 if pending != false { waiting.append(endpoint.name) }
             case .interrupted, nil:
                 waiting.append(endpoint.name)
@@ -179,23 +182,35 @@ public struct WebhookDeliverer: Service {
         var logger = self.logger
         logger[metadataKey: "revoker.webhook"] = "\(endpoint.name)"
         do {
-            guard var lease = try await deliveries.lease(endpoint.name, owner: owner, duration: settings.lease) else { return .notDue }
+            guard
+                var lease = try await database({ [deliveries, owner, settings] in
+                    try await deliveries.lease(endpoint.name, owner: owner, duration: settings.lease)
+                })
+            else { return .notDue }
             let clientIDs = endpoint.clientIDs.sorted()
             while true {
-                let events = try await feed.events(after: lease.cursor, clientIDs: clientIDs, limit: settings.batchSize)
+                let cursor = lease.cursor
+                let events = try await database { [feed, settings] in
+                    try await feed.events(after: cursor, clientIDs: clientIDs, limit: settings.batchSize)
+                }
                 if events.isEmpty {
-                    try await deliveries.release(lease)
+                    try await database { [deliveries, lease] in try await deliveries.release(lease) }
                     return .caughtUp(lease.cursor)
                 }
                 for event in events {
                     if Task.isShuttingDownGracefully {
-                        try await deliveries.release(lease)
+                        try await database { [deliveries, lease] in try await deliveries.release(lease) }
                         return .interrupted
                     }
                     switch await send(event, to: endpoint) {
                     case .delivered(let status):
                         record(endpoint, "delivered")
-                        guard try await deliveries.delivered(lease, through: event.cursor, status: status, extend: settings.lease) else {
+                        let held = lease
+                        guard
+                            try await database({ [deliveries, settings] in
+                                try await deliveries.delivered(held, through: event.cursor, status: status, extend: settings.lease)
+                            })
+                        else {
                             logger.notice("Lost the webhook lease; another worker continues")
                             return .interrupted
                         }
@@ -205,7 +220,10 @@ public struct WebhookDeliverer: Service {
                     case .failed(let status, let reason, let retryAfter):
                         record(endpoint, status.map { "http_\($0 / 100)xx" } ?? "unreachable")
                         let delay = backoff(afterFailures: lease.attempts + 1, retryAfter: retryAfter)
-                        _ = try await deliveries.failed(lease, status: status, error: reason, delay: delay, parkAfter: settings.parkAfter)
+                        let held = lease
+                        _ = try await database { [deliveries, settings] in
+                            try await deliveries.failed(held, status: status, error: reason, delay: delay, parkAfter: settings.parkAfter)
+                        }
                         let level: Logger.Level = lease.attempts == 0 ? .warning : .debug
                         logger.log(
                             level: level,
@@ -226,6 +244,12 @@ public struct WebhookDeliverer: Service {
             )
             return .interrupted
         }
+    }
+
+    /// A database call bounded by ``WebhookSettings/databaseTimeout``.
+    @discardableResult
+    func database<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withDeadline(settings.databaseTimeout, body)
     }
 
     enum Result: Sendable {

@@ -42,6 +42,9 @@ public struct WebhookSettings: Sendable, Equatable {
     public var drainLimit: Duration = .seconds(60)
     /// Whether a newly configured endpoint receives the events from before it was added.
     public var fromStart = false
+    /// The longest a database call may take before the visit gives up (the lease then
+    /// expires): a call that never answers must not stop deliveries, nor a shutdown.
+    public var databaseTimeout: Duration = .seconds(10)
 
     public init() {}
 }

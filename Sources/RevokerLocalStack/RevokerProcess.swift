@@ -89,20 +89,21 @@ public final class RevokerProcess: @unchecked Sendable {
 
 extension RevokerProcess {
     /// Any program run as a child process, with its output captured to files.
-    public final class Handle: @unchecked Sendable {
-        private let process = Process()
+    public final class Handle: Sendable {
+        private let child: ChildProcess
         private let outputFile: URL
         private let errorFile: URL
-        private let writer: FileHandle
 
-        /// Starts `executable` in `workingDirectory` (default: this process's). With `holdInput`, its
-        /// standard input stays open until ``terminate()``: a child that reads it to the end
-        /// (`cat`, `read`) then ends without a signal.
+        /// Starts `executable` in `workingDirectory` (default: this process's). Standard input is
+        /// `stdin` when given (written from another thread, then closed), the file `stdinFile`, or
+        /// nothing; with `holdInput`, it stays open until ``terminate()``: a child that reads it
+        /// to the end (`cat`, `read`) then ends without a signal.
         public init(
             executable: String,
             arguments: [String],
             environment: [String: String],
             stdin: Data? = nil,
+            stdinFile: String? = nil,
             holdInput: Bool = false,
             workingDirectory: URL? = nil
         ) throws {
@@ -110,52 +111,43 @@ extension RevokerProcess {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             outputFile = directory.appendingPathComponent("stdout")
             errorFile = directory.appendingPathComponent("stderr")
-            _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-            _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = arguments
-            if let workingDirectory { process.currentDirectoryURL = workingDirectory }
-            process.environment = environment
-            process.standardOutput = try FileHandle(forWritingTo: outputFile)
-            process.standardError = try FileHandle(forWritingTo: errorFile)
-            let input = Pipe()
-            process.standardInput = input
-            try process.run()
-            writer = input.fileHandleForWriting
+            let input: ChildProcess.Input = stdinFile.map { .file($0) } ?? (stdin != nil || holdInput ? .pipe : .none)
+            child = try ChildProcess(
+                executable: executable,
+                arguments: arguments,
+                environment: environment,
+                input: input,
+                stdout: outputFile.path,
+                stderr: errorFile.path,
+                workingDirectory: workingDirectory?.path
+            )
             if let stdin {
                 // The child may stop reading at its own limit: a broken pipe must not end the test run.
                 _ = Glibc.signal(SIGPIPE, SIG_IGN)
-                DispatchQueue.global().async { [writer] in
-                    try? writer.write(contentsOf: stdin)
-                    try? writer.close()
+                let child = self.child
+                DispatchQueue.global().async {
+                    child.writeInput(stdin)
+                    child.closeInput()
                 }
-            } else if !holdInput {
-                try writer.close()
             }
         }
 
-        public var processIdentifier: Int32 { process.processIdentifier }
-        public var isRunning: Bool { process.isRunning }
+        public var processIdentifier: Int32 { child.pid }
+        public var isRunning: Bool { child.isRunning }
         public var output: String { (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "" }
         public var errors: String { (try? String(contentsOf: errorFile, encoding: .utf8)) ?? "" }
-        public var terminationStatus: Int32 { process.terminationStatus }
-        public var signalled: Bool { process.terminationReason == .uncaughtSignal }
+        public var terminationStatus: Int32 { child.exit?.status ?? 0 }
+        public var signalled: Bool { child.exit?.signalled ?? false }
 
-        public func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
+        public func signal(_ signal: Int32) { child.signal(signal) }
 
-        /// Closes the process's standard input and waits up to `grace` for it to end, then kills it.
-        ///
-        /// No SIGTERM: children of the test process inherit a signal mask that blocks it, and a shell
-        /// defers its traps until its foreground child ends anyway.
+        /// Closes the process's standard input and waits up to `grace` for it to end, then kills it
+        /// (no SIGTERM: a shell defers its traps until its foreground child ends).
         public func terminate(grace: Duration = .seconds(30)) {
-            try? writer.close()
+            child.closeInput()
             let deadline = ContinuousClock.now + grace
-            while process.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
-            if process.isRunning { signal(SIGKILL) }
-        }
-
-        deinit {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            while child.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
+            if child.isRunning { signal(SIGKILL) }
         }
     }
 }

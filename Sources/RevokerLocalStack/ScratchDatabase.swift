@@ -46,35 +46,49 @@ public struct ScratchDatabase: Sendable {
         configuration.options.maximumConnections = 40
 
         let admin = PostgresClient(configuration: baseConfiguration)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await admin.run() }
-            defer { group.cancelAll() }
+        return try await withClientRunning(admin, name: "the admin client of \(name)") {
             try await reportingStall("creating database \(name)") {
                 try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
             }
             let client = PostgresClient(configuration: configuration)
-            let result: Swift.Result<Result, any Error> = await withTaskGroup(of: Void.self) { inner in
-                inner.addTask { await client.run() }
-                let database = ScratchDatabase(client: client, configuration: configuration, url: url, name: name)
-                let result: Swift.Result<Result, any Error>
-                do {
-                    result = .success(try await body(database))
-                } catch {
-                    result = .failure(error)
-                }
-                inner.cancelAll()
-                await reportingStall("stopping the client of \(name)") { await inner.waitForAll() }
-                return result
+            let result: Swift.Result<Result, any Error>
+            do {
+                result = .success(
+                    try await withClientRunning(client, name: "the client of \(name)") {
+                        try await body(ScratchDatabase(client: client, configuration: configuration, url: url, name: name))
+                    }
+                )
+            } catch {
+                result = .failure(error)
             }
             try await reportingStall("dropping database \(name)") {
                 try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \"\(name)\" WITH (FORCE)"))
             }
-            group.cancelAll()
-            try await reportingStall("stopping the admin client of \(name)") { try await group.waitForAll() }
             return try result.get()
         }
     }
 
+    /// Runs `client` for the duration of `body`. Once `body` is done the client's `run()` is
+    /// cancelled and given 15 s to return: PostgresNIO's has been seen never to return after a
+    /// cancellation (every connection closed, the task suspended for good), which hung whole
+    /// test runs. Past the limit it is left behind, and said so on standard error.
+    static func withClientRunning<T>(_ client: PostgresClient, name: String, _ body: () async throws -> T) async throws -> T {
+        let running = Task { await client.run() }
+        let result: Swift.Result<T, any Error>
+        do {
+            result = .success(try await body())
+        } catch {
+            result = .failure(error)
+        }
+        running.cancel()
+        if (try? await withDeadline(.seconds(15), { await running.value })) == nil {
+            FileHandle.standardError.write(Data("stall: \(name) did not stop within 15 s; left behind\n".utf8))
+        }
+        return try result.get()
+    }
+}
+
+extension ScratchDatabase {
     /// Makes another client for the same database; run it with `run()` in a task of yours.
     public func makeClient() -> PostgresClient {
         PostgresClient(configuration: self.configuration)

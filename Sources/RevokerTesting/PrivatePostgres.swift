@@ -99,14 +99,8 @@ public final class PrivatePostgres: Sendable {
     public func start() throws { try run("start") }
 
     private func run(_ arguments: String...) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: control)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure(message: "pg_ctl \(arguments.joined(separator: " ")) failed") }
+        let (status, _) = try ChildProcess.runBlocking(control, arguments)
+        guard status == 0 else { throw Failure(message: "pg_ctl \(arguments.joined(separator: " ")) failed") }
     }
 
     struct Failure: Error, CustomStringConvertible {

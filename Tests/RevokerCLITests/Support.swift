@@ -37,41 +37,24 @@ struct CLIFixture: Sendable {
         try await RevokerProcess.run(arguments, environment: environment.merging(extra) { $1 }, stdin: stdin)
     }
 
-    /// Runs `revoker` with standard input read from a file rather than a pipe.
-    ///
-    /// `RevokerProcess` writes standard input into a pipe with `FileHandle.write(_:)`, which traps
-    /// on EPIPE: input larger than the pipe buffer crashes the test run when `revoker` rightly
-    /// stops reading at its limit and exits. A file has no such problem.
+    /// Runs `revoker` with standard input read from a file rather than a pipe: input larger
+    /// than the pipe buffer is read by `revoker` up to its limit, and the rest is never written.
     func run(_ arguments: [String], stdinFile: String) async throws -> RevokerProcess.Result {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-cli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let output = directory.appendingPathComponent("stdout")
-        let errors = directory.appendingPathComponent("stderr")
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: RevokerProcess.binary)
-        process.arguments = arguments
-        process.environment = environment.merging(["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) { $1 }
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: stdinFile))
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
+        let handle = try RevokerProcess.Handle(
+            executable: RevokerProcess.binary,
+            arguments: arguments,
+            environment: environment.merging(["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) { $1 },
+            stdinFile: stdinFile
+        )
         let deadline = ContinuousClock.now + .seconds(120)
-        while process.isRunning {
+        while handle.isRunning {
             guard ContinuousClock.now < deadline else {
-                process.terminate()
+                handle.signal(SIGKILL)
                 throw CancellationError()
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        return RevokerProcess.Result(
-            status: process.terminationStatus,
-            stdout: (try? String(contentsOf: output, encoding: .utf8)) ?? "",
-            stderr: (try? String(contentsOf: errors, encoding: .utf8)) ?? "",
-            signalled: process.terminationReason == .uncaughtSignal
-        )
+        return RevokerProcess.Result(status: handle.terminationStatus, stdout: handle.output, stderr: handle.errors, signalled: handle.signalled)
     }
 
     /// Writes `text` to a new file in the configuration directory and returns its path.

@@ -41,6 +41,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Flag(help: "A quick correctness run (CI): 60 requests, 0 ms, 1 and 2 workers, no references.")
     var smoke = false
 
+    @Flag(
+        name: .customLong("without-audit-chain"),
+        help: "Stamp audit rows as before migration 0006, without their hash chain, to measure what the chain costs."
+    )
+    var withoutAuditChain = false
+
     @Option(help: ArgumentHelp("Write the results as JSON to this file.", valueName: "file"))
     var json: String?
 
@@ -66,6 +72,7 @@ struct BenchCommand: AsyncParsableCommand {
         if let batchSize { options.batchSize = batchSize }
         if let pickupSamples { options.pickupSamples = pickupSamples }
         if noReferences { options.measureReferences = false }
+        if withoutAuditChain { options.auditChain = false }
         guard (1...1_000_000).contains(options.requests) else { throw ValidationError("--requests must be between 1 and 1000000.") }
 
         let benchmark = Benchmark(options: options) { line in
