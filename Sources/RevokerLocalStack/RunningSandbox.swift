@@ -38,14 +38,16 @@ public struct RunningSandbox: Sendable {
     }
 
     /// A client configuration pointing at this sandbox.
-    public func clientConfiguration(timeout: Duration = .seconds(5)) -> AppleClient.Configuration {
+    /// The default timeout is generous: a test's call is about behaviour, not speed, and the whole
+    /// suite can keep both cores busy for seconds.
+    public func clientConfiguration(timeout: Duration = .seconds(30)) -> AppleClient.Configuration {
         AppleClient.Configuration(baseURL: baseURL, timeout: timeout)
     }
 }
 
 extension RunningSandbox {
     /// Runs `body` with an ``AppleClient`` pointed at this sandbox over a fresh connection pool.
-    public func withClient<T>(timeout: Duration = .seconds(5), _ body: (AppleClient) async throws -> T) async throws -> T {
+    public func withClient<T>(timeout: Duration = .seconds(30), _ body: (AppleClient) async throws -> T) async throws -> T {
         let httpClient = AppleClient.makeHTTPClient()
         do {
             let result = try await body(AppleClient(httpClient: httpClient, configuration: clientConfiguration(timeout: timeout)))

@@ -222,7 +222,7 @@ struct AppleProtocolTests {
             json.headers.add(name: "Content-Type", value: "application/json")
             json.body = .bytes(ByteBuffer(string: #"{"client_id":"com.example.app","grant_type":"refresh_token"}"#))
             for request in [query, json] {
-                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
                 let body = try await response.body.collect(upTo: 4096)
                 #expect(response.status.code == 400)
                 #expect(String(buffer: body).contains("\"invalid_request\""))

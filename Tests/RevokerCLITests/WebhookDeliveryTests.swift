@@ -88,7 +88,13 @@ struct WebhookDeliveryTests {
                 let expected = try await Self.expectedIDs(stack)
                 #expect(accepted == expected)
 
-                let state = try #require(try await deliveries.states().first)
+                // The cursor moves just after the receiver has answered: wait for it.
+                var state = try #require(try await deliveries.states().first)
+                let settled = ContinuousClock.now + .seconds(30)
+                while state.delivered < 5, ContinuousClock.now < settled {
+                    try await Task.sleep(for: .milliseconds(50))
+                    state = try #require(try await deliveries.states().first)
+                }
                 #expect(state.endpoint == "notes-backend" && state.delivered == 5 && state.attempts == 0)
                 #expect(state.parkedSince == nil && state.failingSince == nil, "a 2xx resumes a parked endpoint")
 

@@ -133,13 +133,15 @@ struct EvidenceTests {
 @Suite("Receipts")
 struct ReceiptTests {
     /// A request's chain of four rows among other rows, under one signed checkpoint, and its receipt.
-    static func receipt(key: AuditSigningKey) throws -> AuditReceipt {
+    static func receipt(key: AuditSigningKey, events count: Int = 5) throws -> AuditReceipt {
         let request = UUID()
         let chain = request.uuidString.lowercased()
-        let kinds: [(String, String?, Int?, String?)] = [
+        let all: [(String, String?, Int?, String?)] = [
             ("enqueued", nil, nil, nil), ("claimed", nil, nil, nil), ("token_validated", "/auth/token", 200, nil),
             ("revoked", "/auth/revoke", 200, nil), ("succeeded", nil, nil, "outcome=revoked"),
         ]
+        // Fewer events: the first ones and the final one.
+        let kinds = Array(all.prefix(max(count - 1, 0))) + [all[all.count - 1]]
         var previous = AuditChainRow.genesis
         var events: [(AuditChainRow, [UInt8], [UInt8])] = []
         for (index, kind) in kinds.enumerated() {
@@ -214,7 +216,8 @@ struct ReceiptTests {
 
     @Test func changingAnyByteMakesItFail() throws {
         let key = AuditSigningKey()
-        let bytes = try Self.receipt(key: key).canonicalBytes()
+        // Two events keep the file small: every position is tried, each a full verification.
+        let bytes = try Self.receipt(key: key, events: 2).canonicalBytes()
         var accepted: [Int] = []
         for index in bytes.indices {
             var changed = bytes
