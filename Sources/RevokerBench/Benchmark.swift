@@ -97,7 +97,9 @@ public struct Benchmark: Sendable {
             logger: logger
         ) { stage in
             if !options.auditChain {
-                _ = try await stage.database.client.query(PostgresQuery(unsafeSQL: Self.withoutAuditChain), logger: logger).collect()
+                for statement in Self.withoutAuditChain {
+                    _ = try await stage.database.client.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()
+                }
             }
             return try await body(stage)
         }
@@ -105,11 +107,13 @@ public struct Benchmark: Sendable {
 
     /// Audit rows stamped as before migration 0006, without their chain: the baseline the
     /// chain's cost is measured against. Never applied outside a benchmark's scratch database.
-    static let withoutAuditChain = """
-        \(marker)
-        ALTER TABLE revoker.audit_events ALTER COLUMN chain_key DROP NOT NULL, ALTER COLUMN chain_seq DROP NOT NULL,
-            ALTER COLUMN prev_hash DROP NOT NULL, ALTER COLUMN hash DROP NOT NULL, ALTER COLUMN txid DROP NOT NULL;
-        CREATE OR REPLACE FUNCTION revoker.audit_events_stamp() RETURNS trigger
+    static let withoutAuditChain = [
+        """
+        \(marker) ALTER TABLE revoker.audit_events ALTER COLUMN chain_key DROP NOT NULL, ALTER COLUMN chain_seq DROP NOT NULL,
+            ALTER COLUMN prev_hash DROP NOT NULL, ALTER COLUMN hash DROP NOT NULL, ALTER COLUMN txid DROP NOT NULL
+        """,
+        """
+        \(marker) CREATE OR REPLACE FUNCTION revoker.audit_events_stamp() RETURNS trigger
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
         AS $$
         BEGIN
@@ -118,8 +122,9 @@ public struct Benchmark: Sendable {
             NEW.recorded_by := session_user;
             RETURN NEW;
         END;
-        $$;
-        """
+        $$
+        """,
+    ]
 
     /// Runs `body` with a client of its own on the stage's database, closed afterwards, so that
     /// its server backends end and their statistics are flushed.
