@@ -1,7 +1,7 @@
 import Foundation
 
 /// What `revoker audit verify` found.
-public struct AuditVerification: Sendable, Codable, Hashable {
+public struct AuditVerification: Sendable, Encodable, Hashable {
     /// Rows read and checked against their chains.
     public var rowsChecked: Int
     /// Chains those rows belong to.
@@ -50,35 +50,6 @@ public struct AuditVerification: Sendable, Codable, Hashable {
         try container.encodeIfPresent(lastCheckpointAt, forKey: .lastCheckpointAt)
         try container.encodeIfPresent(genesis, forKey: .genesis)
         try container.encode(problems, forKey: .problems)
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        rowsChecked = try container.decode(Int.self, forKey: .rowsChecked)
-        chainsChecked = try container.decode(Int.self, forKey: .chainsChecked)
-        checkpointsChecked = try container.decode(Int.self, forKey: .checkpointsChecked)
-        rowsNotYetCheckpointed = try container.decode(Int.self, forKey: .rowsNotYetCheckpointed)
-        lastCheckpointAt = try container.decodeIfPresent(Date.self, forKey: .lastCheckpointAt)
-        genesis = try container.decodeIfPresent(Genesis.self, forKey: .genesis)
-        problems = try container.decode([AuditProblem].self, forKey: .problems)
-    }
-
-    init(
-        rowsChecked: Int,
-        chainsChecked: Int,
-        checkpointsChecked: Int,
-        rowsNotYetCheckpointed: Int,
-        lastCheckpointAt: Date?,
-        genesis: Genesis?,
-        problems: [AuditProblem]
-    ) {
-        self.rowsChecked = rowsChecked
-        self.chainsChecked = chainsChecked
-        self.checkpointsChecked = checkpointsChecked
-        self.rowsNotYetCheckpointed = rowsNotYetCheckpointed
-        self.lastCheckpointAt = lastCheckpointAt
-        self.genesis = genesis
-        self.problems = problems
     }
 }
 
