@@ -296,9 +296,10 @@ struct ConfigurationFile: Decodable {
         var maxConnections: Int?
         var databaseTimeoutSeconds: Double?
         var apiKeys: [APIKeyEntry]?
+        var ui: UIEntry?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
-            case host, port
+            case host, port, ui
             case maxBodyBytes = "max_body_bytes"
             case headerTimeoutSeconds = "header_timeout_seconds"
             case bodyTimeoutSeconds = "body_timeout_seconds"
@@ -374,6 +375,7 @@ struct ConfigurationFile: Decodable {
                 }
                 http.apiKeys.append(.init(name: entry.name, sha256: digest, scopes: scopes, clientIDs: entry.clientIDs.map(Set.init)))
             }
+            http.ui = try ui?.settings(source: source)
             return http
         }
 
@@ -441,6 +443,9 @@ struct ConfigurationFile: Decodable {
                     place: "http.api_keys[\(index)]",
                     path: path
                 )
+            }
+            if let ui = http["ui"] as? [String: Any] {
+                try rejectUnknownKeys(ui, allowed: HTTPEntry.UIEntry.CodingKeys.allCases.map(\.rawValue), place: "http.ui", path: path)
             }
         }
         do {

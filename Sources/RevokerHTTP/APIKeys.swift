@@ -19,16 +19,30 @@ struct APIKeys: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             throw Self.unauthorized("The Authorization header must be 'Bearer <key>'.")
         }
-        let digest = Array(SHA256.hash(data: Array(parts[1].utf8)))
+        guard let found = key(presented: parts[1]) else { throw Self.unauthorized("The API key is not known.") }
+        return try Self.caller(found, scope)
+    }
+
+    /// The configured key whose digest is the SHA-256 of `presented`.
+    func key(presented: some StringProtocol) -> APIKey? {
+        key(sha256: Array(SHA256.hash(data: Array(presented.utf8))))
+    }
+
+    /// The configured key with this digest, compared with every one in constant time.
+    func key(sha256 digest: [UInt8]) -> APIKey? {
         var found: APIKey?
         for key in keys where Self.constantTimeEqual(key.sha256, digest) {
             found = key
         }
-        guard let found else { throw Self.unauthorized("The API key is not known.") }
-        guard found.scopes.contains(scope) || found.scopes.contains(.admin) else {
-            throw APIProblem(.forbidden, "The API key '\(found.name)' lacks the scope '\(scope.rawValue)'.")
+        return found
+    }
+
+    /// The caller `key` stands for when it grants `scope` (or `admin`); 403 otherwise.
+    static func caller(_ key: APIKey, _ scope: APIScope) throws -> APICaller {
+        guard key.scopes.contains(scope) || key.scopes.contains(.admin) else {
+            throw APIProblem(.forbidden, "The API key '\(key.name)' lacks the scope '\(scope.rawValue)'.")
         }
-        return APICaller(name: found.name, clientIDs: found.clientIDs)
+        return APICaller(name: key.name, clientIDs: key.clientIDs)
     }
 
     static func unauthorized(_ detail: String) -> APIProblem {

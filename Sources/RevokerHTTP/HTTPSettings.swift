@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where and how `revoker serve` answers HTTP, and who may call it.
 public struct HTTPSettings: Sendable, Equatable {
     /// The address to listen on; loopback unless configured.
@@ -19,6 +21,8 @@ public struct HTTPSettings: Sendable, Equatable {
     /// The limit of every database call made while answering a request; past it the answer
     /// is 503 with `Retry-After`.
     public var databaseTimeout: Duration = .seconds(5)
+    /// The compliance pages under `/ui/`; nil (the default) serves none.
+    public var ui: UISettings?
 
     public init() {}
 }
@@ -51,4 +55,22 @@ public struct APIKey: Sendable, Equatable {
         self.scopes = scopes
         self.clientIDs = clientIDs
     }
+}
+
+/// The compliance pages (`/ui/`): sign-in with an `audit:read` API key, search, a request's
+/// timeline and receipt, CSV export, the queue's status.
+public struct UISettings: Sendable, Equatable {
+    /// Where browsers reach the pages, e.g. `https://revoker.example.com` behind a TLS proxy.
+    /// With `https`, the session cookie is `Secure` (and `__Host-` prefixed) and forms are
+    /// accepted from that origin only; without it, from the origin the request names in `Host`.
+    public var publicURL: URL?
+    /// A session ends this long after sign-in, however active.
+    public var sessionLifetime: Duration = .seconds(8 * 3600)
+    /// A session ends after this long without a page.
+    public var idleTimeout: Duration = .seconds(30 * 60)
+
+    public init() {}
+
+    /// Whether browsers reach the pages over TLS.
+    public var isSecure: Bool { publicURL?.scheme == "https" }
 }

@@ -125,6 +125,7 @@ public struct RevokerAPI: Sendable {
             try await self.receiveAppleNotification(request, context: context, clientID: context.parameters.get("client_id"))
         }
         // Added last, so it wraps only the not-found answer.
+        if let ui = settings.ui { addCompliancePages(to: router, settings: ui) }
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
         return router
     }
@@ -316,6 +317,13 @@ public struct RevokerAPI: Sendable {
     func receipt(_ request: Request, context: APIRequestContext) async throws -> Response {
         let caller = try keys.authorize(request, .auditRead)
         let id = try Self.id(context)
+        let receipt = try await issueReceipt(id, for: caller)
+        if Self.accepts(request, "text/html") { return Self.receiptPage(receipt) }
+        return try Self.receiptDownload(receipt, id: id)
+    }
+
+    /// The signed receipt of request `id`, when the caller's key reaches its app.
+    func issueReceipt(_ id: UUID, for caller: APICaller) async throws -> AuditReceipt {
         guard let key = auditSigningKey else {
             throw APIProblem(.notImplemented, "Receipts need the audit signing key: set audit.signing_key_file.")
         }
@@ -330,14 +338,21 @@ public struct RevokerAPI: Sendable {
         if let clientID = receipt.summary.clientID, caller.clientIDs?.contains(clientID) == false {
             throw APIProblem.notFound("The audit trail has no revocation with this id.")
         }
-        if Self.accepts(request, "text/html") {
-            return Response(
-                status: .ok,
-                headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"],
-                body: .init(byteBuffer: ByteBuffer(string: receipt.html()))
-            )
-        }
-        return Response(
+        return receipt
+    }
+
+    /// A receipt as a printable page: its own styles inline, nothing else allowed.
+    static func receiptPage(_ receipt: AuditReceipt) -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"],
+            body: .init(byteBuffer: ByteBuffer(string: receipt.html()))
+        )
+    }
+
+    /// A receipt as the signed JSON file, to keep and verify offline.
+    static func receiptDownload(_ receipt: AuditReceipt, id: UUID) throws -> Response {
+        Response(
             status: .ok,
             headers: [.contentType: "application/json", .contentDisposition: "attachment; filename=\"receipt-\(id.uuidString.lowercased()).json\""],
             body: .init(byteBuffer: ByteBuffer(bytes: try receipt.canonicalBytes()))

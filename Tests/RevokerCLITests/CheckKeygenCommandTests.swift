@@ -158,6 +158,9 @@ struct CheckKeygenCommandTests {
         Malformed(name: "webhook lease not longer than its timeout", mentions: "lease_seconds"),
         Malformed(name: "audit signing key not Ed25519", mentions: "audit signing key"),
         Malformed(name: "audit checkpoint interval out of range", mentions: "audit.checkpoint_interval_seconds"),
+        Malformed(name: "ui public_url with a path", mentions: "http.ui.public_url"),
+        Malformed(name: "ui idle longer than the session", mentions: "http.ui.idle_minutes"),
+        Malformed(name: "ui unknown setting", mentions: "Unknown setting 'secure'"),
     ]
 
     @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
@@ -208,6 +211,12 @@ struct CheckKeygenCommandTests {
             document = ["apps": [entry], "audit": ["signing_key_file": app.privateKeyFile]]
         case "audit checkpoint interval out of range":
             document = ["apps": [entry], "audit": ["checkpoint_interval_seconds": 0]]
+        case "ui public_url with a path":
+            document = ["apps": [entry], "http": ["ui": ["enabled": true, "public_url": "https://revoker.example.com/ui"]]]
+        case "ui idle longer than the session":
+            document = ["apps": [entry], "http": ["ui": ["enabled": true, "session_hours": 1, "idle_minutes": 90]]]
+        case "ui unknown setting":
+            document = ["apps": [entry], "http": ["ui": ["enabled": true, "secure": true]]]
         default:
             break
         }

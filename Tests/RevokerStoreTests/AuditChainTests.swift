@@ -130,4 +130,49 @@ struct AuditChainTests {
             #expect(result.rowsChecked == before + 1)
         }
     }
+
+    /// Migration 0007 moved the heads from every write to the checkpoints: rows chained under
+    /// 0006's heads, then under 0007's lock, verify as one trail, and a checkpoint moves each
+    /// head to its chain's last covered row.
+    @Test func headsMoveWithCheckpointsAcrossTheUpgradeFromTriggerKeptHeads() async throws {
+        try await ScratchDatabase.withScratchDatabase { db in
+            try await Migrator(client: db.client, logger: Self.logger, migrations: Array(Migration.all.prefix(6))).migrate()
+            let queue = RevocationQueue(client: db.client, sealer: try Fixtures.sealer(), logger: Self.logger)
+            let old = try await queue.enqueue(Fixtures.new("before-0007"), actor: "t").request
+            let chain = old.id.uuidString.lowercased()
+            let headBefore = try await Self.count("SELECT last_seq::int FROM revoker.audit_chains WHERE chain_key = '\(chain)'", db)
+            #expect(headBefore >= 1)
+            try await Migrator(client: db.client, logger: Self.logger).migrate()
+            _ = try await queue.cancel(id: old.id, actor: "ops")
+            let fresh = try await queue.enqueue(Fixtures.new("after-0007"), actor: "t").request
+            let freshChain = fresh.id.uuidString.lowercased()
+            let verifier = AuditVerifier(client: db.client, logger: Self.logger)
+            let key = AuditSigningKey()
+            // Rows beyond a head that no checkpoint covers yet are not a problem.
+            #expect(try await verifier.verify(keys: [key.publicKey]).intact)
+            #expect(try await Self.count("SELECT count(*)::int FROM revoker.audit_chains WHERE chain_key = '\(freshChain)'", db) == 0)
+            let lastSeq = try await Self.count("SELECT max(chain_seq)::int FROM revoker.audit_events WHERE chain_key = '\(chain)'", db)
+            #expect(lastSeq > headBefore)
+
+            _ = try #require(try await Self.checkpointEverything(AuditCheckpoints(client: db.client, logger: Self.logger), verifier, key))
+            #expect(try await Self.count("SELECT last_seq::int FROM revoker.audit_chains WHERE chain_key = '\(chain)'", db) == lastSeq)
+            #expect(try await Self.count("SELECT last_seq::int FROM revoker.audit_chains WHERE chain_key = '\(freshChain)'", db) >= 1)
+            let after = try await verifier.verify(keys: [key.publicKey])
+            #expect(after.intact, "\(after.problems)")
+
+            // The newest row of a covered chain removed: named by the head the checkpoint moved.
+            try await db.client.withTransaction(logger: Self.logger) { connection in
+                try await connection.query("SET LOCAL session_replication_role = replica", logger: Self.logger)
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "DELETE FROM revoker.audit_events WHERE chain_key = '\(chain)' AND chain_seq = \(lastSeq)"),
+                    logger: Self.logger
+                )
+            }
+            let tampered = try await verifier.verify(keys: [key.publicKey])
+            #expect(
+                tampered.problems.contains { $0.kind == .removed && $0.chain == chain && $0.message.contains("#\(lastSeq)…#\(lastSeq)") },
+                "\(tampered.problems)"
+            )
+        }
+    }
 }

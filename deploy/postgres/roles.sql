@@ -58,10 +58,15 @@ GRANT SELECT ON revoker.outbox_events, revoker.events TO revoker_worker;
 -- deletes old events every endpoint has received, through the function only.
 GRANT SELECT, INSERT, UPDATE ON revoker.webhook_deliveries TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.prune_events(timestamptz, text[]) TO revoker_worker;
--- Migration 0006: the trigger (SECURITY DEFINER) keeps the chains' heads, the service signs and
--- appends checkpoints and reads all of it to verify.
+-- Migration 0006: the trigger (SECURITY DEFINER) chains every row, the service signs and appends
+-- checkpoints and reads all of it to verify.
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis TO revoker_worker;
 GRANT SELECT, INSERT ON revoker.audit_checkpoints TO revoker_worker;
+-- Migration 0007: the chains' heads move when a checkpoint covers their rows, through the
+-- function only (SECURITY DEFINER), never by the service's hand.
+GRANT EXECUTE ON FUNCTION revoker.audit_advance_heads() TO revoker_worker;
+-- Migration 0008: the compliance pages keep their sessions (hashed tokens) in the database.
+GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.ui_sessions TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;

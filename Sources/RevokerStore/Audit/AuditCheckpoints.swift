@@ -4,7 +4,8 @@ import PostgresNIO
 import RevokerEvidence
 
 /// Writes the signed checkpoints of the audit trail (migration 0006): each covers the rows of
-/// every transaction that ended since the previous one.
+/// every transaction that ended since the previous one, and moves the heads of the chains it
+/// covers to their last covered row (migration 0007).
 public struct AuditCheckpoints: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -87,6 +88,7 @@ public struct AuditCheckpoints: Sendable {
                     """,
                     logger: self.logger
                 )
+                try await connection.run("SELECT revoker.audit_advance_heads()", logger: self.logger)
                 return checkpoint
             }
         }

@@ -3,7 +3,7 @@ import Logging
 import PostgresNIO
 import RevokerEvidence
 
-/// Checks the audit trail's chains, heads and signed checkpoints (migration 0006) and names
+/// Checks the audit trail's chains, heads and signed checkpoints (migrations 0006, 0007) and names
 /// every row that was changed, removed, added or moved. It recomputes every hash itself and
 /// trusts no function stored in the database.
 public struct AuditVerifier: Sendable {
@@ -33,7 +33,7 @@ public struct AuditVerifier: Sendable {
             let checkpoints = try await AuditCheckpoints(client: self.client, logger: self.logger).all()
             problems += Self.checkLinks(checkpoints, keys: keys)
             let (rows, chains) = try await self.checkChains(since: since, clientID: clientID, problems: &problems)
-            try await self.checkHeads(clientID: clientID, problems: &problems)
+            try await self.checkHeads(clientID: clientID, coveredBelow: checkpoints.last?.txidTo ?? 0, problems: &problems)
             let sinceMicros = since.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down)) }
             let covered = checkpoints.filter { sinceMicros == nil || $0.createdAtMicros >= sinceMicros! }
             let pending = try await self.checkSlices(covered, last: checkpoints.last, clientID: clientID, problems: &problems)
@@ -156,38 +156,42 @@ public struct AuditVerifier: Sendable {
         return (walker.rows, walker.chains)
     }
 
-    /// Each chain's last row against the head the trigger recorded: finds rows removed from
-    /// a chain's end, whole chains removed, and rows added beyond a head.
-    private func checkHeads(clientID: String?, problems: inout [AuditProblem]) async throws {
+    /// Each chain against the head its last checkpoint recorded (migration 0007; before it, the
+    /// trigger kept the heads): finds rows removed from a chain's end, whole chains removed,
+    /// the head's row rewritten, and rows under a checkpoint beyond their chain's head.
+    private func checkHeads(clientID: String?, coveredBelow: UInt64, problems: inout [AuditProblem]) async throws {
+        let covered = String(coveredBelow)
         let sql: PostgresQuery = """
             WITH last AS (
-                SELECT DISTINCT ON (chain_key) chain_key, chain_seq, id, hash
+                SELECT DISTINCT ON (chain_key) chain_key, chain_seq
                 FROM revoker.audit_events
                 WHERE \(clientID)::text IS NULL OR client_id = \(clientID)::text
                 ORDER BY chain_key, chain_seq DESC
             ), heads AS (
                 SELECT * FROM revoker.audit_chains
                 WHERE \(clientID)::text IS NULL OR chain_key IN (SELECT chain_key FROM last)
+            ), joined AS (
+                SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found
+                FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
             )
-            SELECT coalesce(h.chain_key, l.chain_key), h.last_seq, h.last_hash = l.hash, l.chain_seq, l.id
-            FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
-            WHERE h.chain_key IS NULL OR l.chain_key IS NULL OR h.last_seq <> l.chain_seq OR h.last_hash <> l.hash
+            SELECT j.chain, j.last_seq, j.last_seq_found, at_head.id, at_head.hash = j.last_hash, beyond.id
+            FROM joined j
+            LEFT JOIN revoker.audit_events at_head ON at_head.chain_key = j.chain AND at_head.chain_seq = j.last_seq
+            LEFT JOIN LATERAL (
+                SELECT min(e.id) AS id FROM revoker.audit_events e
+                WHERE e.chain_key = j.chain AND e.chain_seq > coalesce(j.last_seq, 0) AND e.txid < \(covered)::xid8
+            ) beyond ON true
+            WHERE j.last_seq_found IS NULL OR j.last_seq > j.last_seq_found
+               OR (j.last_seq IS NOT NULL AND at_head.hash IS DISTINCT FROM j.last_hash) OR beyond.id IS NOT NULL
             ORDER BY 1
             """
         let rows = try await client.query(sql, logger: logger)
-        for try await (chain, headSeq, sameHash, lastSeq, lastID) in rows.decode((String, Int64?, Bool?, Int64?, Int64?).self) {
+        let decoded = rows.decode((String, Int64?, Int64?, Int64?, Bool?, Int64?).self)
+        for try await (chain, headSeq, lastSeq, headRow, sameHash, beyond) in decoded {
             switch (headSeq, lastSeq) {
             case (let head?, nil):
                 problems.append(AuditProblem(.removed, "chain \(chain): all \(head) rows its head records are missing", chain: chain))
-            case (nil, _?):
-                problems.append(
-                    AuditProblem(
-                        .inserted,
-                        "chain \(chain): has rows but no recorded head: written without the trigger",
-                        rows: lastID.map { [$0] } ?? [],
-                        chain: chain
-                    )
-                )
+                continue
             case (let head?, let last?) where last < head:
                 problems.append(
                     AuditProblem(
@@ -196,26 +200,26 @@ public struct AuditVerifier: Sendable {
                         chain: chain
                     )
                 )
-            case (let head?, let last?) where last > head:
+                continue
+            case (let head?, _) where headRow == nil:
+                problems.append(AuditProblem(.removed, "chain \(chain): its row #\(head), which its head records, is missing", chain: chain))
+            case (let head?, _) where sameHash != true:
                 problems.append(
                     AuditProblem(
-                        .inserted,
-                        "chain \(chain): rows #\(head + 1)…#\(last) lie beyond its recorded head #\(head)",
-                        rows: lastID.map { [$0] } ?? [],
+                        .changed,
+                        "chain \(chain): its row #\(head) is not the one its head records: rewritten",
+                        rows: headRow.map { [$0] } ?? [],
                         chain: chain
                     )
                 )
             default:
-                if sameHash == false {
-                    problems.append(
-                        AuditProblem(
-                            .changed,
-                            "chain \(chain): its last row is not the one its head records: rewritten",
-                            rows: lastID.map { [$0] } ?? [],
-                            chain: chain
-                        )
-                    )
-                }
+                break
+            }
+            if let beyond {
+                let message =
+                    headSeq.map { "chain \(chain): row \(beyond) lies under a checkpoint but beyond the head it recorded (#\($0))" }
+                    ?? "chain \(chain): row \(beyond) lies under a checkpoint but its chain has no recorded head: written without the trigger"
+                problems.append(AuditProblem(.inserted, message, rows: [beyond], chain: chain))
             }
         }
     }

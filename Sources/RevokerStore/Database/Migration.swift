@@ -51,5 +51,11 @@ public struct Migration: Sendable, Hashable {
             sql: String(decoding: PackageResources._005_webhook_deliveries_sql, as: UTF8.self)
         ),
         Migration(version: 6, name: "0006_audit_chain", sql: String(decoding: PackageResources._006_audit_chain_sql, as: UTF8.self)),
+        Migration(
+            version: 7,
+            name: "0007_audit_chain_cost",
+            sql: String(decoding: PackageResources._007_audit_chain_cost_sql, as: UTF8.self)
+        ),
+        Migration(version: 8, name: "0008_ui_sessions", sql: String(decoding: PackageResources._008_ui_sessions_sql, as: UTF8.self)),
     ]
 }

@@ -1,0 +1,286 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import RevokerStore
+
+/// The compliance pages under `/ui/` (`http.ui`): server-rendered HTML without scripts, for
+/// people who answer "was this user's grant revoked, when, and how?".
+extension RevokerAPI {
+    func addCompliancePages(to router: Router<APIRequestContext>, settings ui: UISettings) {
+        let pages = router.group("ui").add(middleware: UIMiddleware<APIRequestContext>(secure: ui.isSecure))
+        let gate = UISessionGate(
+            settings: ui,
+            keys: keys,
+            sessions: UISessions(client: database, logger: logger),
+            databaseTimeout: settings.databaseTimeout
+        )
+        pages.get { request, _ in
+            try await gate.session(request) == nil
+                ? Response.redirect(to: "/ui/sign-in") : Response.redirect(to: "/ui/search")
+        }
+        pages.get("style.css") { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/css; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: UITemplates.stylesheet))
+            )
+        }
+        pages.get("sign-in") { request, _ in try await self.signInPage(request, gate: gate) }
+        pages.post("sign-in") { request, _ in try await self.signIn(request, gate: gate) }
+        pages.post("sign-out") { request, _ in try await self.signOut(request, gate: gate) }
+        pages.get("search") { request, context in
+            try await gate.signedIn(request) { try await self.searchPage(request, context: context, $0) }
+        }
+        pages.get("search.csv") { request, context in
+            try await gate.signedIn(request) { try await self.searchExport(request, context: context, $0) }
+        }
+        pages.get("status") { request, _ in
+            try await gate.signedIn(request) { try await self.statusPage($0) }
+        }
+        pages.get("requests/{id}") { request, context in
+            try await gate.signedIn(request) { try await self.requestPage(try Self.id(context), $0) }
+        }
+        pages.get("requests/{id}/events.csv") { request, context in
+            try await gate.signedIn(request) { visitor in
+                let id = try Self.id(context)
+                let records = try await self.timeline(id, visitor.caller)
+                return UIPage.download(
+                    AuditExport.csv(records),
+                    type: "text/csv; charset=utf-8",
+                    filename: "revocation-\(id.uuidString.lowercased())-events.csv"
+                )
+            }
+        }
+        pages.get("requests/{id}/receipt.json") { request, context in
+            try await gate.signedIn(request) { visitor in
+                let id = try Self.id(context)
+                return try Self.receiptDownload(try await self.issueReceipt(id, for: visitor.caller), id: id)
+            }
+        }
+        pages.get("requests/{id}/receipt.html") { request, context in
+            try await gate.signedIn(request) { visitor in
+                Self.receiptPage(try await self.issueReceipt(try Self.id(context), for: visitor.caller))
+            }
+        }
+    }
+
+    // MARK: Signing in and out
+
+    func signInPage(_ request: Request, gate: UISessionGate, error: APIProblem? = nil) async throws -> Response {
+        if error == nil, try await gate.session(request) != nil { return .redirect(to: "/ui/search") }
+        let token = UISessionGate.randomToken()
+        let notice = request.uri.queryParameters["signed_out"] != nil ? "You are signed out." : nil
+        let view = UISignInView(csrf: token, notice: error == nil ? notice : nil, error: error?.detail)
+        var response = UIPage.html(try UITemplates.shared.get().render(view, page: "ui-sign-in"), status: error?.status ?? .ok)
+        response.setCookie(gate.signInCookie(token))
+        return response
+    }
+
+    func signIn(_ request: Request, gate: UISessionGate) async throws -> Response {
+        try gate.requireSameOrigin(request)
+        let form = try await UISessionGate.form(request, UISignInForm.self)
+        guard let expected = request.cookies[gate.signInCookieName]?.value, let presented = form.csrf,
+            APIKeys.constantTimeEqual(Array(expected.utf8), Array(presented.utf8))
+        else {
+            return try await signInPage(request, gate: gate, error: APIProblem(.forbidden, "The sign-in form expired: sign in again."))
+        }
+        guard let secret = form.apiKey, !secret.isEmpty, let key = keys.key(presented: secret) else {
+            return try await signInPage(request, gate: gate, error: APIProblem(.unauthorized, "The API key is not known."))
+        }
+        let caller: APICaller
+        do {
+            caller = try APIKeys.caller(key, .auditRead)
+        } catch let problem as APIProblem {
+            return try await signInPage(request, gate: gate, error: problem)
+        }
+        let cookie = try await gate.open(for: key)
+        var response = Response.redirect(to: "/ui/search")
+        response.setCookie(cookie)
+        response.setCookie(gate.signInCookie("", maxAge: 0))
+        logger.notice("Compliance pages: signed in", metadata: ["revoker.api_key": "\(caller.name)"])
+        return response
+    }
+
+    func signOut(_ request: Request, gate: UISessionGate) async throws -> Response {
+        try gate.requireSameOrigin(request)
+        let form = try await UISessionGate.form(request, UISignOutForm.self)
+        guard let visitor = try await gate.session(request) else { return .redirect(to: "/ui/sign-in") }
+        guard let presented = form.csrf, APIKeys.constantTimeEqual(Array(visitor.session.csrfToken.utf8), Array(presented.utf8)) else {
+            throw APIProblem(.forbidden, "The form did not come from this session: reload the page and sign out again.")
+        }
+        try await gate.close(visitor)
+        var response = Response.redirect(to: "/ui/sign-in?signed_out=1")
+        response.setCookie(gate.sessionCookie("", maxAge: 0))
+        return response
+    }
+
+    // MARK: Pages
+
+    func searchPage(_ request: Request, context: APIRequestContext, _ visitor: UIVisitor) async throws -> Response {
+        let form = try UISearchForm(request, context: context)
+        var view = UISearchView(
+            keyName: visitor.caller.name,
+            csrf: visitor.session.csrfToken,
+            reference: form.reference ?? "",
+            appleUserID: form.appleUserID ?? "",
+            clientID: form.clientID ?? "",
+            from: form.fromText ?? "",
+            to: form.toText ?? "",
+            outcomes: UISearchForm.outcomes.map { .init(value: $0, selected: $0 == form.outcome) },
+            query: form.queryString(),
+            error: nil,
+            requests: [],
+            count: 0,
+            one: false,
+            hasRequests: false,
+            hasMore: false
+        )
+        do {
+            let search = try form.search(for: visitor.caller, limit: 50)
+            let page = try await store { [audit = AuditRequests(client: database, logger: logger)] in try await audit.search(search) }
+            view.requests = page.requests.map { found in
+                UISearchView.Row(
+                    id: found.requestID.uuidString.lowercased(),
+                    requestedAt: UIRequestView.time(found.requestedAt),
+                    reference: found.externalReference ?? "—",
+                    clientID: found.clientID ?? "—",
+                    appleUserID: found.appleUserID ?? "—",
+                    outcome: found.outcome ?? "in progress",
+                    outcomeClass: UIRequestView.outcomeClass(found.outcome)
+                )
+            }
+            view.count = view.requests.count
+            view.one = view.count == 1
+            view.hasRequests = view.count > 0
+            view.hasMore = page.nextCursor != nil
+            view.next = page.nextCursor.map { form.queryString(cursor: $0) }
+        } catch let problem as APIProblem where problem.status == .badRequest || problem.status == .forbidden {
+            view.error = problem.detail
+            return UIPage.html(try UITemplates.shared.get().render(view, page: "ui-search"), status: problem.status)
+        } catch let error as RevokerStoreError where error.code == .invalidArgument {
+            view.error = "The page link is not one these pages made: search again."
+            return UIPage.html(try UITemplates.shared.get().render(view, page: "ui-search"), status: .badRequest)
+        }
+        return UIPage.html(try UITemplates.shared.get().render(view, page: "ui-search"))
+    }
+
+    /// Every request the search finds (up to ``UISearchForm/exportLimit``) as CSV.
+    func searchExport(_ request: Request, context: APIRequestContext, _ visitor: UIVisitor) async throws -> Response {
+        let form = try UISearchForm(request, context: context)
+        var search = try form.search(for: visitor.caller, limit: 1000)
+        search.cursor = nil
+        let requests = AuditRequests(client: database, logger: logger)
+        let columns = ["request_id", "requested_at", "requested_by", "client_id", "external_reference", "apple_user_id", "outcome", "finished_at"]
+        var text = columns.joined(separator: ",") + "\r\n"
+        var exported = 0
+        repeat {
+            let page = try await store { [search] in try await requests.search(search) }
+            for found in page.requests {
+                let values = [
+                    found.requestID.uuidString.lowercased(), AuditExport.timestamp(found.requestedAt), found.requestedBy,
+                    found.clientID ?? "", found.externalReference ?? "", found.appleUserID ?? "", found.outcome ?? "",
+                    found.finishedAt.map(AuditExport.timestamp) ?? "",
+                ]
+                text += values.map(AuditExport.csvField).joined(separator: ",") + "\r\n"
+            }
+            exported += page.requests.count
+            search.cursor = page.nextCursor
+        } while search.cursor != nil && exported < UISearchForm.exportLimit
+        let stamp = AuditExport.timestamp(Date()).prefix(19).replacingOccurrences(of: ":", with: "")
+        return UIPage.download(text, type: "text/csv; charset=utf-8", filename: "revocations-\(stamp).csv")
+    }
+
+    /// A request's events, oldest first (at most ``UIRequestView`` shows; the CSV has all).
+    func timeline(_ id: UUID, _ caller: APICaller) async throws -> [AuditRecord] {
+        var query = AuditQuery(requestID: id, limit: 1000)
+        query.clientIDs = caller.filter
+        var records: [AuditRecord] = []
+        repeat {
+            let page = try await store { [audit, query] in try await audit.query(query) }
+            records += page.records
+            query.cursor = page.nextCursor
+        } while query.cursor != nil && records.count < 10_000
+        guard !records.isEmpty else { throw APIProblem.notFound("The audit trail has no revocation with this id.") }
+        return records
+    }
+
+    func requestPage(_ id: UUID, _ visitor: UIVisitor) async throws -> Response {
+        let records = try await timeline(id, visitor.caller)
+        let enqueued = records.first { $0.event == AuditEventKind.enqueued.rawValue }
+        let final = records.last { ["succeeded", "failed", "cancelled"].contains($0.event) }
+        let outcome: String? =
+            switch final?.event {
+            case "cancelled": "cancelled"
+            case .some: final?.detail.flatMap { $0.hasPrefix("outcome=") ? String($0.dropFirst("outcome=".count)) : nil } ?? final?.event
+            case nil: nil
+            }
+        let shown = records.prefix(500)
+        let view = UIRequestView(
+            keyName: visitor.caller.name,
+            csrf: visitor.session.csrfToken,
+            id: id.uuidString.lowercased(),
+            outcome: outcome ?? "in progress",
+            outcomeClass: UIRequestView.outcomeClass(outcome),
+            clientID: records.first?.clientID ?? "—",
+            reference: records.first?.externalReference ?? "—",
+            appleUserID: records.last { $0.appleUserID != nil }?.appleUserID ?? "—",
+            requestedAt: UIRequestView.time(enqueued?.occurredAt),
+            requestedBy: enqueued?.actor ?? "—",
+            finishedAt: UIRequestView.time(final?.occurredAt),
+            receipts: auditSigningKey != nil,
+            events: shown.map { record in
+                UIRequestView.Event(
+                    at: UIRequestView.time(record.occurredAt),
+                    event: record.event,
+                    actor: record.actor,
+                    apple: record.appleEndpoint.map {
+                        .init(
+                            endpoint: $0,
+                            status: record.httpStatus.map(String.init) ?? "none",
+                            error: record.appleError,
+                            latency: record.latencyMilliseconds.map(String.init)
+                        )
+                    },
+                    detail: record.detail
+                )
+            },
+            truncated: records.count > shown.count,
+            shown: shown.count
+        )
+        return UIPage.html(try UITemplates.shared.get().render(view, page: "ui-request"))
+    }
+
+    func statusPage(_ visitor: UIVisitor) async throws -> Response {
+        let since = Date().addingTimeInterval(-24 * 3600)
+        let (statistics, paused, failures) = try await store { [queue, database, logger, filter = visitor.caller.filter] in
+            async let statistics = queue.statistics()
+            async let paused = queue.pausedApps()
+            async let failures = AuditRequests(client: database, logger: logger).failures(since: since, clientIDs: filter)
+            return try await (statistics, paused, failures.map { UIStatusView.Failure(outcome: $0.outcome, count: $0.count) })
+        }
+        let visible = paused.filter { visitor.caller.reaches($0.clientID) }
+        let oldest = statistics.oldestDueAge.components.seconds
+        let view = UIStatusView(
+            keyName: visitor.caller.name,
+            csrf: visitor.session.csrfToken,
+            now: UIRequestView.time(Date()),
+            queueDepth: (statistics.byState[.pending] ?? 0) + (statistics.byState[.running] ?? 0),
+            oldestDue: oldest == 0 ? "none" : UIStatusView.age(oldest),
+            pausedCount: visible.count,
+            paused: visible.map {
+                .init(
+                    clientID: $0.clientID,
+                    reason: $0.reason.code + ($0.reason.description.map { ": \($0)" } ?? ""),
+                    pausedAt: UIRequestView.time($0.pausedAt),
+                    nextProbeAt: UIRequestView.time($0.nextProbeAt)
+                )
+            },
+            hasPaused: !visible.isEmpty,
+            failures: failures,
+            hasFailures: !failures.isEmpty
+        )
+        return UIPage.html(try UITemplates.shared.get().render(view, page: "ui-status"))
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import RevokerStore
+
+// What the templates show: stored properties only (Mustache reads them by reflection), every
+// value already text.
+
+struct UIErrorView {
+    var heading: String
+    var message: String
+    var signedIn = false
+}
+
+struct UISignInView {
+    var signedIn = false
+    var csrf: String
+    var notice: String?
+    var error: String?
+}
+
+struct UISearchView {
+    struct Option {
+        var value: String
+        var selected: Bool
+    }
+
+    struct Row {
+        var id: String
+        var requestedAt: String
+        var reference: String
+        var clientID: String
+        var appleUserID: String
+        var outcome: String
+        var outcomeClass: String
+    }
+
+    var signedIn = true
+    var keyName: String
+    var csrf: String
+    var reference: String
+    var appleUserID: String
+    var clientID: String
+    var from: String
+    var to: String
+    var outcomes: [Option]
+    var query: String
+    var error: String?
+    var requests: [Row]
+    var count: Int
+    var one: Bool
+    var hasRequests: Bool
+    var hasMore: Bool
+    var next: String?
+}
+
+struct UIRequestView {
+    struct Event {
+        struct Apple {
+            var endpoint: String
+            var status: String
+            var error: String?
+            var latency: String?
+        }
+
+        var at: String
+        var event: String
+        var actor: String
+        var apple: Apple?
+        var detail: String?
+    }
+
+    var signedIn = true
+    var keyName: String
+    var csrf: String
+    var id: String
+    var outcome: String
+    var outcomeClass: String
+    var clientID: String
+    var reference: String
+    var appleUserID: String
+    var requestedAt: String
+    var requestedBy: String
+    var finishedAt: String
+    var receipts: Bool
+    var events: [Event]
+    var truncated: Bool
+    var shown: Int
+}
+
+struct UIStatusView {
+    struct Paused {
+        var clientID: String
+        var reason: String
+        var pausedAt: String
+        var nextProbeAt: String
+    }
+
+    struct Failure {
+        var outcome: String
+        var count: Int
+    }
+
+    var signedIn = true
+    var keyName: String
+    var csrf: String
+    var now: String
+    var queueDepth: Int
+    var oldestDue: String
+    var pausedCount: Int
+    var paused: [Paused]
+    var hasPaused: Bool
+    var failures: [Failure]
+    var hasFailures: Bool
+}
+
+extension UIRequestView {
+    /// The CSS class of an outcome: ended well, ended badly, or still open.
+    static func outcomeClass(_ outcome: String?) -> String {
+        switch outcome {
+        case nil: "open"
+        case RevocationOutcome.revoked.rawValue?, RevocationOutcome.alreadyInvalid.rawValue?, RevocationOutcome.revokedByUser.rawValue?: "good"
+        default: "bad"
+        }
+    }
+
+    /// A time as the pages show it: UTC to the second.
+    static func time(_ date: Date?) -> String {
+        guard let date else { return "—" }
+        return String(AuditExport.timestamp(date).prefix(19)).replacingOccurrences(of: "T", with: " ")
+    }
+}
+
+extension UIStatusView {
+    /// An age in its two largest units: `3 d 4 h`, `12 min 5 s`.
+    static func age(_ seconds: Int64) -> String {
+        let units: [(Int64, String)] = [(86_400, "d"), (3600, "h"), (60, "min"), (1, "s")]
+        var rest = seconds
+        var parts: [String] = []
+        for (size, name) in units where rest >= size && parts.count < 2 {
+            parts.append("\(rest / size) \(name)")
+            rest %= size
+        }
+        return parts.isEmpty ? "0 s" : parts.joined(separator: " ")
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A revocation request as its audit trail tells it. Found from its `enqueued` row, so it
+/// outlives the request itself once `revoker prune` removed it from the queue.
+public struct AuditRequestSummary: Sendable, Hashable {
+    /// The request's id.
+    public var requestID: UUID
+    /// When it was enqueued.
+    public var requestedAt: Date
+    /// Who enqueued it (the `enqueued` row's actor).
+    public var requestedBy: String
+    /// Its app.
+    public var clientID: String?
+    /// The app backend's reference.
+    public var externalReference: String?
+    /// The Apple user id its rows name, the latest one when several do.
+    public var appleUserID: String?
+    /// The final outcome (`revoked`, `already_invalid`, …, `cancelled`); nil while in progress.
+    public var outcome: String?
+    /// When it ended; nil while in progress.
+    public var finishedAt: Date?
+}
+
+/// What compliance staff search for. Every criterion is optional; all given ones must hold.
+public struct AuditRequestSearch: Sendable, Hashable {
+    /// Only this external reference.
+    public var externalReference: String?
+    /// Only requests whose rows name this Apple user id.
+    public var appleUserID: String?
+    /// Only this app.
+    public var clientID: String?
+    /// Only these apps (an API key's limit), when set.
+    public var clientIDs: [String]?
+    /// Only this outcome; ``inProgress`` for requests without one yet.
+    public var outcome: String?
+    /// Enqueued at or after this.
+    public var from: Date?
+    /// Enqueued before this.
+    public var to: Date?
+    /// The `nextCursor` of the previous page.
+    public var cursor: String?
+    /// Page size, 1...1000.
+    public var limit: Int
+
+    /// The outcome value that finds requests not yet final.
+    public static let inProgress = "in_progress"
+
+    /// Creates a search.
+    public init(
+        externalReference: String? = nil,
+        appleUserID: String? = nil,
+        clientID: String? = nil,
+        outcome: String? = nil,
+        from: Date? = nil,
+        to: Date? = nil,
+        cursor: String? = nil,
+        limit: Int = 50
+    ) {
+        self.externalReference = externalReference
+        self.appleUserID = appleUserID
+        self.clientID = clientID
+        self.outcome = outcome
+        self.from = from
+        self.to = to
+        self.cursor = cursor
+        self.limit = limit
+    }
+}
+
+/// One page of found requests, newest first.
+public struct AuditRequestPage: Sendable, Hashable {
+    /// The requests.
+    public var requests: [AuditRequestSummary]
+    /// Pass as the next search's cursor for older requests; nil on the last page.
+    public var nextCursor: String?
+}
+
+/// Reads requests out of the audit trail: what the compliance pages search and count.
+public struct AuditRequests: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// Creates a reader.
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// The outcome a request's last final row states (SQL over a row `f`).
+    static let outcomeSQL = """
+        CASE WHEN f.event IS NULL THEN NULL
+             WHEN f.event = 'cancelled' THEN 'cancelled'
+             WHEN f.detail LIKE 'outcome=%' THEN substr(f.detail, 9)
+             ELSE f.event END
+        """
+
+    /// Requests matching `search`, newest first, paged on (enqueued time, row id).
+    public func search(_ search: AuditRequestSearch) async throws -> AuditRequestPage {
+        guard (1...1000).contains(search.limit) else {
+            throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
+        }
+        let cursor = try search.cursor.map(AuditLog.decodeCursor)
+        let outcome = search.outcome == AuditRequestSearch.inProgress ? nil : search.outcome
+        let onlyInProgress = search.outcome == AuditRequestSearch.inProgress
+        let sql: PostgresQuery = """
+            SELECT e.request_id, e.id, \(unescaped: AuditVerifier.micros("e.occurred_at")), e.actor, e.client_id,
+                   e.external_reference,
+                   coalesce((SELECT u.apple_user_id FROM revoker.audit_events u
+                             WHERE u.request_id = e.request_id AND u.apple_user_id IS NOT NULL
+                             ORDER BY u.occurred_at DESC, u.id DESC LIMIT 1), e.apple_user_id),
+                   \(unescaped: Self.outcomeSQL), \(unescaped: AuditVerifier.micros("f.occurred_at"))
+            FROM revoker.audit_events e
+            LEFT JOIN LATERAL (
+                SELECT x.event, x.detail, x.occurred_at FROM revoker.audit_events x
+                WHERE x.request_id = e.request_id AND x.event IN ('succeeded', 'failed', 'cancelled')
+                ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1
+            ) f ON true
+            WHERE e.event = 'enqueued' AND e.request_id IS NOT NULL
+              AND (\(search.externalReference)::text IS NULL OR e.external_reference = \(search.externalReference)::text)
+              AND (\(search.clientID)::text IS NULL OR e.client_id = \(search.clientID)::text)
+              AND (\(search.clientIDs)::text[] IS NULL OR e.client_id = ANY(\(search.clientIDs)::text[]))
+              AND (\(search.appleUserID)::text IS NULL OR e.request_id IN (
+                    SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(search.appleUserID)::text))
+              AND (\(search.from)::timestamptz IS NULL OR e.occurred_at >= \(search.from)::timestamptz)
+              AND (\(search.to)::timestamptz IS NULL OR e.occurred_at < \(search.to)::timestamptz)
+              AND (\(cursor?.0)::bigint IS NULL OR (e.occurred_at, e.id)
+                    < (timestamptz 'epoch' + \(cursor?.0)::bigint * interval '1 microsecond', \(cursor?.1)::bigint))
+              AND (\(outcome)::text IS NULL OR \(unescaped: Self.outcomeSQL) = \(outcome)::text)
+              AND (NOT \(onlyInProgress) OR f.event IS NULL)
+            ORDER BY e.occurred_at DESC, e.id DESC
+            LIMIT \(search.limit + 1)
+            """
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(sql, logger: self.logger).collect()
+        }
+        var found: [(summary: AuditRequestSummary, id: Int64, micros: Int64)] = []
+        for row in rows {
+            let (requestID, id, micros, actor, clientID, reference, appleUserID, outcome, finished) = try row.decode(
+                (UUID, Int64, Int64, String, String?, String?, String?, String?, Int64?).self
+            )
+            let summary = AuditRequestSummary(
+                requestID: requestID,
+                requestedAt: Self.date(micros),
+                requestedBy: actor,
+                clientID: clientID,
+                externalReference: reference,
+                appleUserID: appleUserID,
+                outcome: outcome,
+                finishedAt: finished.map(Self.date)
+            )
+            found.append((summary, id, micros))
+        }
+        var next: String?
+        if found.count > search.limit {
+            found.removeLast()
+            next = found.last.map { AuditLog.encodeCursor(micros: $0.micros, id: $0.id) }
+        }
+        return AuditRequestPage(requests: found.map(\.summary), nextCursor: next)
+    }
+
+    /// Requests that failed since `since`, counted by outcome, most frequent first.
+    public func failures(since: Date, clientIDs: [String]? = nil) async throws -> [(outcome: String, count: Int)] {
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                SELECT CASE WHEN detail LIKE 'outcome=%' THEN substr(detail, 9) ELSE 'unknown' END AS outcome, count(*)::int
+                FROM revoker.audit_events
+                WHERE event = 'failed' AND occurred_at >= \(since)
+                  AND (\(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[]))
+                GROUP BY 1 ORDER BY 2 DESC, 1
+                """,
+                logger: self.logger
+            ).collect()
+        }
+        return try rows.map { row in
+            let (outcome, count) = try row.decode((String, Int).self)
+            return (outcome, count)
+        }
+    }
+
+    static func date(_ micros: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+    }
+}

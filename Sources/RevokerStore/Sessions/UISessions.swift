@@ -1,0 +1,82 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A signed-in session of the compliance pages (migration 0008).
+public struct UISession: Sendable, Hashable {
+    /// The name of the API key that opened it.
+    public var keyName: String
+    /// The SHA-256 the configuration holds for that key.
+    public var keySHA256: [UInt8]
+    /// The token every form of the session carries.
+    public var csrfToken: String
+    /// When it ends, however active it is.
+    public var expiresAt: Date
+
+    /// Creates a session value.
+    public init(keyName: String, keySHA256: [UInt8], csrfToken: String, expiresAt: Date) {
+        self.keyName = keyName
+        self.keySHA256 = keySHA256
+        self.csrfToken = csrfToken
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The sessions of the compliance pages, shared by every serving process. Only the SHA-256 of
+/// a session's token is stored.
+public struct UISessions: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    /// Creates the store.
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Stores a new session for `lifetime`, and removes every session that has ended.
+    public func open(tokenHash: [UInt8], session: UISession, lifetime: Duration) async throws {
+        let seconds = Double(lifetime.components.seconds)
+        try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: self.logger) { connection in
+                try await connection.run("DELETE FROM revoker.ui_sessions WHERE expires_at <= now()", logger: self.logger)
+                try await connection.run(
+                    """
+                    INSERT INTO revoker.ui_sessions (token_hash, key_name, key_sha256, csrf_token, expires_at)
+                    VALUES (\(Data(tokenHash)), \(session.keyName), \(Data(session.keySHA256)), \(session.csrfToken),
+                            now() + \(seconds)::float8 * interval '1 second')
+                    """,
+                    logger: self.logger
+                )
+            }
+        }
+    }
+
+    /// The live session with this token hash, marked as seen now; nil when there is none, it
+    /// has ended, or it was idle for longer than `idle`.
+    public func touch(tokenHash: [UInt8], idle: Duration) async throws -> UISession? {
+        let seconds = Double(idle.components.seconds)
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                UPDATE revoker.ui_sessions SET last_seen_at = now()
+                WHERE token_hash = \(Data(tokenHash)) AND expires_at > now()
+                  AND last_seen_at > now() - \(seconds)::float8 * interval '1 second'
+                RETURNING key_name, key_sha256, csrf_token, expires_at
+                """,
+                logger: self.logger
+            ).collect()
+        }
+        guard let row = rows.first else { return nil }
+        let (name, digest, csrf, expires) = try row.decode((String, Data, String, Date).self)
+        return UISession(keyName: name, keySHA256: Array(digest), csrfToken: csrf, expiresAt: expires)
+    }
+
+    /// Ends the session with this token hash (sign-out); nothing when there is none.
+    public func close(tokenHash: [UInt8]) async throws {
+        try await StoreDatabase.run(logger) {
+            _ = try await self.client.query("DELETE FROM revoker.ui_sessions WHERE token_hash = \(Data(tokenHash))", logger: self.logger)
+                .collect()
+        }
+    }
+}
