@@ -64,19 +64,5 @@ extension AuditReceipt {
             """
     }
 
-    static func escape(_ value: String) -> String {
-        var out = ""
-        out.reserveCapacity(value.count)
-        for character in value {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    static func escape(_ value: String) -> String { HTMLEscaping.escape(value) }
 }

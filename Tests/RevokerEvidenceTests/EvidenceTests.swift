@@ -243,3 +243,13 @@ struct ReceiptTests {
         #expect(result.problems.contains { $0.contains("checkpoint 1 is not signed") })
     }
 }
+
+@Suite("HTML escaping")
+struct HTMLEscapingTests {
+    @Test func everyQuoteIsEscapedEvenWhenAMarkJoinsIt() {
+        // A quote and a combining acute accent are one Character; escaping by Character missed it.
+        #expect(HTMLEscaping.escape("x\"\u{301} onfocus=1") == "x&quot;\u{301} onfocus=1")
+        #expect(HTMLEscaping.escape("<\u{200D}b>'&`") == "&lt;\u{200D}b&gt;&#39;&amp;&#96;")
+        #expect(HTMLEscaping.escape("plain ✓") == "plain ✓")
+    }
+}

@@ -1,30 +1,15 @@
 import Mustache
+import RevokerEvidence
 
 /// The compliance pages' templates, parsed once.
 struct UITemplates: Sendable {
     let library: MustacheLibrary
 
-    /// Escapes per Unicode scalar. Mustache's own HTML escaping looks at whole characters, so a
-    /// quote followed by a combining mark would pass through unescaped and could end an
-    /// attribute; every template declares this content type instead.
+    /// Escapes per Unicode scalar (``HTMLEscaping``). Mustache's own HTML escaping looks at whole
+    /// characters, so a quote followed by a combining mark would pass through unescaped and
+    /// could end an attribute; every template declares this content type instead.
     struct StrictHTML: MustacheContentType {
-        func escapeText(_ text: String) -> String {
-            var escaped = ""
-            escaped.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
-            for scalar in text.unicodeScalars {
-                switch scalar {
-                case "<": escaped += "&lt;"
-                case ">": escaped += "&gt;"
-                case "&": escaped += "&amp;"
-                case "\"": escaped += "&quot;"
-                case "'": escaped += "&#39;"
-                case "`": escaped += "&#96;"
-                case "=": escaped += "&#61;"
-                default: escaped.unicodeScalars.append(scalar)
-                }
-            }
-            return escaped
-        }
+        func escapeText(_ text: String) -> String { HTMLEscaping.escape(text) }
     }
 
     static let pages: [(name: String, text: [UInt8])] = [
