@@ -28,7 +28,8 @@ struct UIMiddleware<Context: RequestContext>: RouterMiddleware {
                 "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
             ),
             (.xContentTypeOptions, "nosniff"),
-            (HTTPField.Name("Referrer-Policy")!, "no-referrer"),
+            // Not no-referrer: with it Chromium sends `Origin: null` on this site's own forms.
+            (HTTPField.Name("Referrer-Policy")!, "same-origin"),
             (HTTPField.Name("X-Frame-Options")!, "DENY"),
             (HTTPField.Name("Cross-Origin-Opener-Policy")!, "same-origin"),
             (.crossOriginResourcePolicy, "same-origin"),
