@@ -167,6 +167,11 @@ struct CompliancePagesTests {
             #expect(after.status == 303 && after.location == "/ui/sign-in")
             let left = try await harness.stack.database.client.query("SELECT count(*)::int FROM revoker.ui_sessions").collect()
             #expect(try left.first?.decode(Int.self) == 0)
+            // Who signed in and out is in the audit trail.
+            let notes = try await harness.stack.database.client.query(
+                "SELECT detail FROM revoker.audit_events WHERE event = 'note' AND actor = 'ui:compliance' ORDER BY id"
+            ).collect().map { try $0.decode(String.self) }
+            #expect(notes == ["signed in to the compliance pages", "signed out of the compliance pages"])
         }
     }
 
@@ -255,6 +260,9 @@ struct CompliancePagesTests {
             #expect(other.status == 403 && other.text.contains("limited to other apps"))
             let csv = try await browser.get("/ui/search.csv", cookies: cookies)
             #expect(csv.text.contains("limit-com.example.notes") && !csv.text.contains("limit-com.example.photos"))
+            // Its status counts its app's queue only.
+            let status = try await browser.get("/ui/status", cookies: cookies)
+            #expect(status.text.contains("id=\"queue-depth\">1<"), "\(status.text)")
         }
     }
 }

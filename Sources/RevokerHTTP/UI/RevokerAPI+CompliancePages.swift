@@ -87,12 +87,14 @@ extension RevokerAPI {
             return try await signInPage(request, gate: gate, error: APIProblem(.forbidden, "The sign-in form expired: sign in again."))
         }
         guard let secret = form.apiKey, !secret.isEmpty, let key = keys.key(presented: secret) else {
+            logger.notice("Compliance pages: sign-in refused, unknown key")
             return try await signInPage(request, gate: gate, error: APIProblem(.unauthorized, "The API key is not known."))
         }
         let caller: APICaller
         do {
             caller = try APIKeys.caller(key, .auditRead)
         } catch let problem as APIProblem {
+            logger.notice("Compliance pages: sign-in refused, no audit:read", metadata: ["revoker.api_key": "\(key.name)"])
             return try await signInPage(request, gate: gate, error: problem)
         }
         let cookie = try await gate.open(for: key)
@@ -255,7 +257,7 @@ extension RevokerAPI {
     func statusPage(_ visitor: UIVisitor) async throws -> Response {
         let since = Date().addingTimeInterval(-24 * 3600)
         let (statistics, paused, failures) = try await store { [queue, database, logger, filter = visitor.caller.filter] in
-            async let statistics = queue.statistics()
+            async let statistics = queue.statistics(clientIDs: filter)
             async let paused = queue.pausedApps()
             async let failures = AuditRequests(client: database, logger: logger).failures(since: since, clientIDs: filter)
             return try await (statistics, paused, failures.map { UIStatusView.Failure(outcome: $0.outcome, count: $0.count) })

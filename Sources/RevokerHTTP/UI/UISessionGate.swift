@@ -78,13 +78,16 @@ struct UISessionGate: Sendable {
         )
         let sessions = self.sessions
         let lifetime = settings.sessionLifetime
-        try await withDeadline(databaseTimeout) { try await sessions.open(tokenHash: Self.hash(token), session: session, lifetime: lifetime) }
+        try await withDeadline(databaseTimeout) {
+            try await sessions.open(tokenHash: Self.hash(token), session: session, lifetime: lifetime, actor: "ui:\(key.name)")
+        }
         return sessionCookie(token, maxAge: Int(lifetime.components.seconds))
     }
 
     func close(_ visitor: UIVisitor) async throws {
         let sessions = self.sessions
-        try await withDeadline(databaseTimeout) { try await sessions.close(tokenHash: visitor.tokenHash) }
+        let actor = "ui:\(visitor.caller.name)"
+        try await withDeadline(databaseTimeout) { try await sessions.close(tokenHash: visitor.tokenHash, actor: actor) }
     }
 
     /// Refuses a form that a page of another site sent.

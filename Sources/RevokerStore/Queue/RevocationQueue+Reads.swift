@@ -4,13 +4,18 @@ import PostgresNIO
 
 extension RevocationQueue {
     /// Counts by state and outcome, the oldest due request's age, paused apps and unsealed
-    /// intake rows. Scans the requests table: call it for metrics every few seconds, not per request.
-    public func statistics() async throws -> QueueStatistics {
+    /// intake rows; of `clientIDs` only when given (an API key's limit). Scans the requests
+    /// table: call it for metrics every few seconds, not per request.
+    public func statistics(clientIDs: [String]? = nil) async throws -> QueueStatistics {
         try await StoreDatabase.run(self.logger) {
             var byState: [RevocationState: Int] = [:]
             var byOutcome: [QueueStatistics.Outcome: Int] = [:]
             for row in try await self.client.query(
-                "SELECT state, outcome, count(*)::int FROM revoker.revocation_requests GROUP BY state, outcome",
+                """
+                SELECT state, outcome, count(*)::int FROM revoker.revocation_requests
+                WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])
+                GROUP BY state, outcome
+                """,
                 logger: self.logger
             ).collect() {
                 let (rawState, rawOutcome, count) = try row.decode((String, String?, Int).self)
@@ -24,12 +29,17 @@ extension RevocationQueue {
                 """
                 SELECT coalesce((extract(epoch FROM now() - min(run_after)) * 1000)::bigint, 0)
                          FROM revoker.revocation_requests WHERE state = 'pending' AND run_after <= now()
+                          AND (\(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[]))
                 """,
                 logger: self.logger
             ).collect()
             let ageMilliseconds = try rows.first?.decode(Int64.self) ?? 0
             let counts = try await self.client.query(
-                "SELECT (SELECT count(*)::int FROM revoker.app_pauses), (SELECT count(*)::int FROM revoker.credential_intake)",
+                """
+                SELECT (SELECT count(*)::int FROM revoker.app_pauses
+                        WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])),
+                       (SELECT count(*)::int FROM revoker.credential_intake)
+                """,
                 logger: self.logger
             ).collect()
             let (paused, intake) = try counts.first?.decode((Int, Int).self) ?? (0, 0)

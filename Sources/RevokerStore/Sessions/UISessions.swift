@@ -34,8 +34,9 @@ public struct UISessions: Sendable {
         self.logger = logger
     }
 
-    /// Stores a new session for `lifetime`, and removes every session that has ended.
-    public func open(tokenHash: [UInt8], session: UISession, lifetime: Duration) async throws {
+    /// Stores a new session for `lifetime`, and removes every session that has ended. The
+    /// audit trail records the sign-in (`note`, actor `actor`).
+    public func open(tokenHash: [UInt8], session: UISession, lifetime: Duration, actor: String) async throws {
         let seconds = Double(lifetime.components.seconds)
         try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: self.logger) { connection in
@@ -48,6 +49,7 @@ public struct UISessions: Sendable {
                     """,
                     logger: self.logger
                 )
+                try await connection.run(Self.note(actor: actor, "signed in to the compliance pages"), logger: self.logger)
             }
         }
     }
@@ -72,11 +74,23 @@ public struct UISessions: Sendable {
         return UISession(keyName: name, keySHA256: Array(digest), csrfToken: csrf, expiresAt: expires)
     }
 
-    /// Ends the session with this token hash (sign-out); nothing when there is none.
-    public func close(tokenHash: [UInt8]) async throws {
+    /// Ends the session with this token hash; nothing when there is none. With `actor`, a
+    /// sign-out, which the audit trail records.
+    public func close(tokenHash: [UInt8], actor: String? = nil) async throws {
         try await StoreDatabase.run(logger) {
-            _ = try await self.client.query("DELETE FROM revoker.ui_sessions WHERE token_hash = \(Data(tokenHash))", logger: self.logger)
-                .collect()
+            try await self.client.withTransaction(logger: self.logger) { connection in
+                let closed = try await connection.query(
+                    "DELETE FROM revoker.ui_sessions WHERE token_hash = \(Data(tokenHash)) RETURNING 1",
+                    logger: self.logger
+                ).collect()
+                if let actor, !closed.isEmpty {
+                    try await connection.run(Self.note(actor: actor, "signed out of the compliance pages"), logger: self.logger)
+                }
+            }
         }
+    }
+
+    static func note(actor: String, _ detail: String) -> PostgresQuery {
+        "INSERT INTO revoker.audit_events (event, actor, detail) VALUES ('note', \(actor), \(detail))"
     }
 }
