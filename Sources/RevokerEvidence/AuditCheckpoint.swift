@@ -24,8 +24,8 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
         rowCount: Int64,
         merkleRoot: [UInt8],
         previousHash: [UInt8],
-        keyID: String,
-        signature: [UInt8]
+        keyID: String = "",
+        signature: [UInt8] = []
     ) {
         self.seq = seq
         self.createdAtMicros = createdAtMicros
@@ -58,28 +58,10 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
     /// What the next checkpoint names as its previous.
     public var hash: [UInt8] { Array(SHA256.hash(data: message)) }
 
-    /// Builds and signs a checkpoint.
-    public static func signed(
-        seq: Int64,
-        createdAtMicros: Int64,
-        txidFrom: UInt64,
-        txidTo: UInt64,
-        rowCount: Int64,
-        merkleRoot: [UInt8],
-        previousHash: [UInt8],
-        key: AuditSigningKey
-    ) throws -> AuditCheckpoint {
-        var checkpoint = AuditCheckpoint(
-            seq: seq,
-            createdAtMicros: createdAtMicros,
-            txidFrom: txidFrom,
-            txidTo: txidTo,
-            rowCount: rowCount,
-            merkleRoot: merkleRoot,
-            previousHash: previousHash,
-            keyID: key.publicKey.keyID,
-            signature: []
-        )
+    /// This checkpoint, named and signed by `key`.
+    public func signed(with key: AuditSigningKey) throws -> AuditCheckpoint {
+        var checkpoint = self
+        checkpoint.keyID = key.publicKey.keyID
         checkpoint.signature = try key.sign(checkpoint.message)
         return checkpoint
     }

@@ -174,17 +174,22 @@ extension AuditReceipt {
         return receipt
     }
 
+    /// The events that end a request.
+    public static let finalEvents: Set<String> = ["succeeded", "failed", "cancelled"]
+
+    /// The outcome a final event states: `cancelled`, or the `outcome=` of its detail (nil
+    /// when it states none).
+    public static func outcome(event: String, detail: String?) -> String? {
+        if event == "cancelled" { return "cancelled" }
+        return detail.flatMap { $0.hasPrefix("outcome=") ? String($0.dropFirst("outcome=".count)) : nil }
+    }
+
     /// The summary the rows support: requested by the first (`enqueued`) row, each Apple call,
     /// the final outcome.
     public static func summarize(_ rows: [AuditChainRow], requestID: String) -> Summary {
         let enqueued = rows.first { $0.event == "enqueued" }
-        let final = rows.last { ["succeeded", "failed", "cancelled"].contains($0.event) }
-        let outcome: String? =
-            switch final?.event {
-            case "cancelled": "cancelled"
-            case .some: final?.detail.flatMap { $0.hasPrefix("outcome=") ? String($0.dropFirst("outcome=".count)) : nil }
-            case nil: nil
-            }
+        let final = rows.last { finalEvents.contains($0.event) }
+        let outcome = final.flatMap { Self.outcome(event: $0.event, detail: $0.detail) }
         return Summary(
             requestID: requestID,
             clientID: rows.first?.clientID,

@@ -93,16 +93,15 @@ struct EvidenceTests {
     @Test func checkpointsVerifyOnlyWithTheirKeyAndUnchanged() throws {
         let key = AuditSigningKey()
         let other = AuditSigningKey()
-        let checkpoint = try AuditCheckpoint.signed(
+        let checkpoint = try AuditCheckpoint(
             seq: 3,
             createdAtMicros: 1_795_334_400_000_000,
             txidFrom: 700,
             txidTo: 760,
             rowCount: 42,
             merkleRoot: Array(repeating: 1, count: 32),
-            previousHash: Array(repeating: 2, count: 32),
-            key: key
-        )
+            previousHash: Array(repeating: 2, count: 32)
+        ).signed(with: key)
         #expect(checkpoint.keyID == key.publicKey.keyID)
         #expect(checkpoint.keyID.count == 16)
         #expect(checkpoint.isSigned(byOneOf: [key.publicKey]))
@@ -174,16 +173,15 @@ struct ReceiptTests {
         var leaves: [(Int64, [UInt8])] = events.map { ($0.0.id, $0.2) }
         for id in stride(from: Int64(9), through: 19, by: 2) { leaves.append((id, Array(repeating: UInt8(id), count: 32))) }
         leaves.sort { $0.0 < $1.0 }
-        let checkpoint = try AuditCheckpoint.signed(
+        let checkpoint = try AuditCheckpoint(
             seq: 1,
             createdAtMicros: 1_795_334_460_000_000,
             txidFrom: 0,
             txidTo: 1000,
             rowCount: Int64(leaves.count),
             merkleRoot: MerkleTree.root(leaves.map(\.1)),
-            previousHash: AuditCheckpoint.genesis,
-            key: key
-        )
+            previousHash: AuditCheckpoint.genesis
+        ).signed(with: key)
         let proved = events.map { row, previous, hash in
             let index = leaves.firstIndex { $0.0 == row.id } ?? -1
             return AuditReceipt.Event(

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import RevokerEvidence
 import RevokerStore
 
 /// The compliance pages under `/ui/` (`http.ui`): server-rendered HTML without scripts, for
@@ -123,8 +124,7 @@ extension RevokerAPI {
     func searchPage(_ request: Request, context: APIRequestContext, _ visitor: UIVisitor) async throws -> Response {
         let form = try UISearchForm(request, context: context)
         var view = UISearchView(
-            keyName: visitor.caller.name,
-            csrf: visitor.session.csrfToken,
+            frame: UIFrame(visitor),
             reference: form.reference ?? "",
             appleUserID: form.appleUserID ?? "",
             clientID: form.clientID ?? "",
@@ -145,12 +145,12 @@ extension RevokerAPI {
             view.requests = page.requests.map { found in
                 UISearchView.Row(
                     id: found.requestID.uuidString.lowercased(),
-                    requestedAt: UIRequestView.time(found.requestedAt),
+                    requestedAt: UIFormat.time(found.requestedAt),
                     reference: found.externalReference ?? "—",
                     clientID: found.clientID ?? "—",
                     appleUserID: found.appleUserID ?? "—",
                     outcome: found.outcome ?? "in progress",
-                    outcomeClass: UIRequestView.outcomeClass(found.outcome)
+                    outcomeClass: UIFormat.outcomeClass(found.outcome)
                 )
             }
             view.count = view.requests.count
@@ -211,30 +211,25 @@ extension RevokerAPI {
     func requestPage(_ id: UUID, _ visitor: UIVisitor) async throws -> Response {
         let records = try await timeline(id, visitor.caller)
         let enqueued = records.first { $0.event == AuditEventKind.enqueued.rawValue }
-        let final = records.last { ["succeeded", "failed", "cancelled"].contains($0.event) }
-        let outcome: String? =
-            switch final?.event {
-            case "cancelled": "cancelled"
-            case .some: final?.detail.flatMap { $0.hasPrefix("outcome=") ? String($0.dropFirst("outcome=".count)) : nil } ?? final?.event
-            case nil: nil
-            }
+        let final = records.last { AuditReceipt.finalEvents.contains($0.event) }
+        // As the search states it: a final event without an outcome shows as that event.
+        let outcome = final.map { AuditReceipt.outcome(event: $0.event, detail: $0.detail) ?? $0.event }
         let shown = records.prefix(500)
         let view = UIRequestView(
-            keyName: visitor.caller.name,
-            csrf: visitor.session.csrfToken,
+            frame: UIFrame(visitor),
             id: id.uuidString.lowercased(),
             outcome: outcome ?? "in progress",
-            outcomeClass: UIRequestView.outcomeClass(outcome),
+            outcomeClass: UIFormat.outcomeClass(outcome),
             clientID: records.first?.clientID ?? "—",
             reference: records.first?.externalReference ?? "—",
             appleUserID: records.last { $0.appleUserID != nil }?.appleUserID ?? "—",
-            requestedAt: UIRequestView.time(enqueued?.occurredAt),
+            requestedAt: UIFormat.time(enqueued?.occurredAt),
             requestedBy: enqueued?.actor ?? "—",
-            finishedAt: UIRequestView.time(final?.occurredAt),
+            finishedAt: UIFormat.time(final?.occurredAt),
             receipts: auditSigningKey != nil,
             events: shown.map { record in
                 UIRequestView.Event(
-                    at: UIRequestView.time(record.occurredAt),
+                    at: UIFormat.time(record.occurredAt),
                     event: record.event,
                     actor: record.actor,
                     apple: record.appleEndpoint.map {
@@ -265,18 +260,17 @@ extension RevokerAPI {
         let visible = paused.filter { visitor.caller.reaches($0.clientID) }
         let oldest = statistics.oldestDueAge.components.seconds
         let view = UIStatusView(
-            keyName: visitor.caller.name,
-            csrf: visitor.session.csrfToken,
-            now: UIRequestView.time(Date()),
+            frame: UIFrame(visitor),
+            now: UIFormat.time(Date()),
             queueDepth: (statistics.byState[.pending] ?? 0) + (statistics.byState[.running] ?? 0),
-            oldestDue: oldest == 0 ? "none" : UIStatusView.age(oldest),
+            oldestDue: oldest == 0 ? "none" : UIFormat.age(oldest),
             pausedCount: visible.count,
             paused: visible.map {
                 .init(
                     clientID: $0.clientID,
                     reason: $0.reason.code + ($0.reason.description.map { ": \($0)" } ?? ""),
-                    pausedAt: UIRequestView.time($0.pausedAt),
-                    nextProbeAt: UIRequestView.time($0.nextProbeAt)
+                    pausedAt: UIFormat.time($0.pausedAt),
+                    nextProbeAt: UIFormat.time($0.nextProbeAt)
                 )
             },
             hasPaused: !visible.isEmpty,

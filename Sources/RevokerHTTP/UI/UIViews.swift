@@ -4,14 +4,26 @@ import RevokerStore
 // What the templates show: stored properties only (Mustache reads them by reflection), every
 // value already text.
 
+/// The signed-in part of every page's frame (navigation and the sign-out form); nil when
+/// nobody is signed in.
+struct UIFrame {
+    var keyName: String
+    var csrf: String
+
+    init(_ visitor: UIVisitor) {
+        keyName = visitor.caller.name
+        csrf = visitor.session.csrfToken
+    }
+}
+
 struct UIErrorView {
+    var frame: UIFrame?
     var heading: String
     var message: String
-    var signedIn = false
 }
 
 struct UISignInView {
-    var signedIn = false
+    var frame: UIFrame?
     var csrf: String
     var notice: String?
     var error: String?
@@ -33,9 +45,7 @@ struct UISearchView {
         var outcomeClass: String
     }
 
-    var signedIn = true
-    var keyName: String
-    var csrf: String
+    var frame: UIFrame?
     var reference: String
     var appleUserID: String
     var clientID: String
@@ -68,9 +78,7 @@ struct UIRequestView {
         var detail: String?
     }
 
-    var signedIn = true
-    var keyName: String
-    var csrf: String
+    var frame: UIFrame?
     var id: String
     var outcome: String
     var outcomeClass: String
@@ -99,9 +107,7 @@ struct UIStatusView {
         var count: Int
     }
 
-    var signedIn = true
-    var keyName: String
-    var csrf: String
+    var frame: UIFrame?
     var now: String
     var queueDepth: Int
     var oldestDue: String
@@ -112,7 +118,8 @@ struct UIStatusView {
     var hasFailures: Bool
 }
 
-extension UIRequestView {
+/// How the pages show values.
+enum UIFormat {
     /// The CSS class of an outcome: ended well, ended badly, or still open.
     static func outcomeClass(_ outcome: String?) -> String {
         switch outcome {
@@ -127,9 +134,7 @@ extension UIRequestView {
         guard let date else { return "—" }
         return String(AuditExport.timestamp(date).prefix(19)).replacingOccurrences(of: "T", with: " ")
     }
-}
 
-extension UIStatusView {
     /// An age in its two largest units: `3 d 4 h`, `12 min 5 s`.
     static func age(_ seconds: Int64) -> String {
         let units: [(Int64, String)] = [(86_400, "d"), (3600, "h"), (60, "min"), (1, "s")]

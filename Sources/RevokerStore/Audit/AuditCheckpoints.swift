@@ -40,7 +40,7 @@ public struct AuditCheckpoints: Sendable {
                 // hold checkpoints back. A transaction whose database is unknown counts as ours.
                 let horizon = try await connection.query(
                     """
-                    WITH snapshot AS (SELECT pg_current_snapshot() AS s),
+                    WITH snapshot AS (SELECT pg_current_snapshot() AS s, clock_timestamp() AS taken_at),
                     elsewhere AS (
                         SELECT backend_xid FROM pg_stat_activity
                         WHERE backend_xid IS NOT NULL AND datname IS NOT NULL AND datname <> current_database()
@@ -48,8 +48,7 @@ public struct AuditCheckpoints: Sendable {
                     SELECT least(pg_snapshot_xmax(s), (
                                SELECT min(x) FROM pg_snapshot_xip(s) AS x
                                WHERE xid(x) NOT IN (SELECT backend_xid FROM elsewhere)))::text,
-                           floor(extract(epoch FROM clock_timestamp()))::bigint * 1000000
-                               + extract(microseconds FROM clock_timestamp())::bigint % 1000000
+                           \(unescaped: SQLTime.micros("taken_at"))
                     FROM snapshot
                     """,
                     logger: self.logger
@@ -67,16 +66,15 @@ public struct AuditCheckpoints: Sendable {
                 )
                 for try await hash in rows.decode(Data.self) { tree.append(Array(hash)) }
                 guard tree.count > 0 else { return nil }
-                let checkpoint = try AuditCheckpoint.signed(
+                let checkpoint = try AuditCheckpoint(
                     seq: (last?.0 ?? 0) + 1,
                     createdAtMicros: horizon.1,
                     txidFrom: from,
                     txidTo: to,
                     rowCount: Int64(tree.count),
                     merkleRoot: tree.root,
-                    previousHash: last.map { Array($0.2) } ?? AuditCheckpoint.genesis,
-                    key: key
-                )
+                    previousHash: last.map { Array($0.2) } ?? AuditCheckpoint.genesis
+                ).signed(with: key)
                 try await connection.run(
                     """
                     INSERT INTO revoker.audit_checkpoints
@@ -100,8 +98,7 @@ public struct AuditCheckpoints: Sendable {
             var checkpoints: [AuditCheckpoint] = []
             let rows = try await self.client.query(
                 """
-                SELECT seq, floor(extract(epoch FROM created_at))::bigint * 1000000
-                            + extract(microseconds FROM created_at)::bigint % 1000000,
+                SELECT seq, \(unescaped: SQLTime.micros("created_at")),
                        txid_from::text, txid_to::text, row_count, merkle_root, previous_hash, key_id, signature
                 FROM revoker.audit_checkpoints ORDER BY seq
                 """,

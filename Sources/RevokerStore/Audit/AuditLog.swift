@@ -23,7 +23,7 @@ public struct AuditLog: Sendable {
             throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
         }
         var sql = """
-            SELECT id, (extract(epoch FROM occurred_at) * 1000000)::bigint, request_id, client_id, external_reference,
+            SELECT id, \(SQLTime.micros("occurred_at")), request_id, client_id, external_reference,
                    apple_user_id, event, attempt, actor, apple_endpoint, http_status, apple_error,
                    apple_error_description, latency_ms, detail
             FROM revoker.audit_events WHERE true

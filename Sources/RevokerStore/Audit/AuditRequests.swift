@@ -105,12 +105,12 @@ public struct AuditRequests: Sendable {
         let outcome = search.outcome == AuditRequestSearch.inProgress ? nil : search.outcome
         let onlyInProgress = search.outcome == AuditRequestSearch.inProgress
         let sql: PostgresQuery = """
-            SELECT e.request_id, e.id, \(unescaped: AuditVerifier.micros("e.occurred_at")), e.actor, e.client_id,
+            SELECT e.request_id, e.id, \(unescaped: SQLTime.micros("e.occurred_at")), e.actor, e.client_id,
                    e.external_reference,
                    coalesce((SELECT u.apple_user_id FROM revoker.audit_events u
                              WHERE u.request_id = e.request_id AND u.apple_user_id IS NOT NULL
                              ORDER BY u.occurred_at DESC, u.id DESC LIMIT 1), e.apple_user_id),
-                   \(unescaped: Self.outcomeSQL), \(unescaped: AuditVerifier.micros("f.occurred_at"))
+                   \(unescaped: Self.outcomeSQL), \(unescaped: SQLTime.micros("f.occurred_at"))
             FROM revoker.audit_events e
             LEFT JOIN LATERAL (
                 SELECT x.event, x.detail, x.occurred_at FROM revoker.audit_events x

@@ -19,11 +19,6 @@ public struct AuditVerifier: Sendable {
         self.logger = logger
     }
 
-    /// A timestamptz column in exact microseconds since 1970.
-    static func micros(_ column: String) -> String {
-        "(floor(extract(epoch FROM \(column)))::bigint * 1000000 + extract(microseconds FROM \(column))::bigint % 1000000)"
-    }
-
     /// Verifies rows that occurred at or after `since` (all by default) of `clientID` (all apps
     /// by default), and every checkpoint taken since then, against `keys`.
     public func verify(since: Date? = nil, clientID: String? = nil, keys: [AuditPublicKey]) async throws -> AuditVerification {
@@ -101,7 +96,7 @@ public struct AuditVerifier: Sendable {
 
     /// The columns ``decodeRow`` reads.
     static let rowColumns = """
-        chain_key, chain_seq, id, \(micros("occurred_at")), txid::text, request_id, client_id, external_reference,
+        chain_key, chain_seq, id, \(SQLTime.micros("occurred_at")), txid::text, request_id, client_id, external_reference,
         apple_user_id, event, attempt, actor, apple_endpoint, http_status, apple_error, apple_error_description,
         latency_ms, detail, recorded_by, prev_hash, hash
         """
@@ -241,7 +236,7 @@ public struct AuditVerifier: Sendable {
         var pending = 0
         let rows = try await client.query(
             """
-            SELECT id, txid::text, \(unescaped: Self.micros("occurred_at")), hash, client_id
+            SELECT id, txid::text, \(unescaped: SQLTime.micros("occurred_at")), hash, client_id
             FROM revoker.audit_events WHERE txid >= \(String(lowest))::xid8 ORDER BY id
             """,
             logger: logger

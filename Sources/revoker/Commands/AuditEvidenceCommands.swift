@@ -81,11 +81,7 @@ struct AuditCheckpointCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
-        guard let key = configuration.audit.signingKey else {
-            throw fail(
-                "No audit signing key: set \"audit.signing_key_file\" (or \(RevokerConfiguration.Variable.auditSigningKeyFile)); `revoker keygen --audit` makes one."
-            )
-        }
+        let key = try auditSigningKey(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
         let checkpoint = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
             try await AuditCheckpoints(client: client, logger: logger).take(signingWith: key)
@@ -121,11 +117,7 @@ struct AuditPublicKeyCommand: ParsableCommand {
 
     func run() throws {
         let configuration = try loadConfiguration(options, needs: [])
-        guard let key = configuration.audit.signingKey else {
-            throw fail(
-                "No audit signing key: set \"audit.signing_key_file\" (or \(RevokerConfiguration.Variable.auditSigningKeyFile)); `revoker keygen --audit` makes one."
-            )
-        }
+        let key = try auditSigningKey(configuration)
         FileHandle.standardError.write(Data("revoker: key id \(key.publicKey.keyID)\n".utf8))
         print(key.publicKey.pemRepresentation)
     }
@@ -216,11 +208,7 @@ struct AuditReceiptCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
-        guard let key = configuration.audit.signingKey else {
-            throw fail(
-                "No audit signing key: set \"audit.signing_key_file\" (or \(RevokerConfiguration.Variable.auditSigningKeyFile)); `revoker keygen --audit` makes one."
-            )
-        }
+        let key = try auditSigningKey(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
         let (id, reference, clientID, wait) = (requestID.flatMap(UUID.init(uuidString:)), self.reference, self.clientID, self.wait)
         let receipt = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
@@ -283,4 +271,14 @@ struct AuditVerifyReceiptCommand: ParsableCommand {
         for problem in result.problems { print("  \(problem)") }
         throw Exit.someFailed
     }
+}
+
+/// The configured audit signing key, or the exit that says how to configure one.
+func auditSigningKey(_ configuration: RevokerConfiguration) throws -> AuditSigningKey {
+    guard let key = configuration.audit.signingKey else {
+        throw fail(
+            "No audit signing key: set \"audit.signing_key_file\" (or \(RevokerConfiguration.Variable.auditSigningKeyFile)); `revoker keygen --audit` makes one."
+        )
+    }
+    return key
 }

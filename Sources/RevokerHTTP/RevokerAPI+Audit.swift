@@ -1,0 +1,124 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import RevokerEvidence
+import RevokerStore
+
+/// The audit trail over HTTP: the trail itself, its verification, a request's receipt.
+extension RevokerAPI {
+    func auditTrail(_ request: Request) async throws -> Response {
+        let caller = try keys.authorize(request, .auditRead)
+        let query = try QueryInput(
+            request,
+            allowed: ["request_id", "external_reference", "client_id", "apple_user_id", "event", "from", "to", "cursor", "limit"]
+        )
+        var events: [AuditEventKind]?
+        if let name = query.values["event"] {
+            guard let kind = AuditEventKind(rawValue: name) else {
+                throw APIProblem.badRequest("Unknown event; known: \(AuditEventKind.all.map(\.rawValue).joined(separator: ", ")).", field: "event")
+            }
+            events = [kind]
+        }
+        var auditQuery = AuditQuery(
+            requestID: try query.uuid("request_id"),
+            externalReference: try query.string("external_reference"),
+            clientID: try query.string("client_id"),
+            appleUserID: try query.string("apple_user_id"),
+            from: try query.date("from"),
+            to: try query.date("to"),
+            events: events,
+            cursor: try query.string("cursor", length: 1...200),
+            limit: try query.integer("limit", range: 1...1000) ?? 100
+        )
+        if let clientID = auditQuery.clientID { try caller.require(clientID) }
+        auditQuery.clientIDs = caller.filter
+        let page: AuditPage
+        do {
+            page = try await store { [audit, auditQuery] in try await audit.query(auditQuery) }
+        } catch let error as RevokerStoreError where error.code == .invalidArgument {
+            throw APIProblem.badRequest("The cursor is not one this API returned.", field: "cursor")
+        }
+        var headers: HTTPFields = [:]
+        if let next = page.nextCursor { headers[Self.nextCursorHeader] = next }
+        if Self.accepts(request, "text/csv") {
+            headers[.contentType] = "text/csv; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: AuditExport.csv(page.records))))
+        }
+        headers[.contentType] = "application/json"
+        let records = page.records.map(AuditExport.jsonObject).joined(separator: ",")
+        let text = "{\"records\":[\(records)],\"next_cursor\":\(page.nextCursor.map(AuditExport.jsonString) ?? "null")}"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static let nextCursorHeader = HTTPField.Name("Revoker-Next-Cursor")!
+
+    /// A request's signed receipt (`revoker audit receipt`): JSON, or a printable page for
+    /// `Accept: text/html`. It comes from the audit trail, so it outlives the pruned request.
+    func receipt(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let caller = try keys.authorize(request, .auditRead)
+        let id = try Self.id(context)
+        let receipt = try await issueReceipt(id, for: caller)
+        if Self.accepts(request, "text/html") { return Self.receiptPage(receipt) }
+        return try Self.receiptDownload(receipt, id: id)
+    }
+
+    /// The signed receipt of request `id`, when the caller's key reaches its app.
+    func issueReceipt(_ id: UUID, for caller: APICaller) async throws -> AuditReceipt {
+        guard let key = auditSigningKey else {
+            throw APIProblem(.notImplemented, "Receipts need the audit signing key: set audit.signing_key_file.")
+        }
+        let receipts = AuditReceipts(client: database, logger: logger)
+        // Longer than one statement: it may wait for a checkpoint to cover the latest rows.
+        let issued = try await withDeadline(settings.databaseTimeout + .seconds(15)) {
+            try await receipts.issue(requestID: id, key: key, wait: .seconds(10))
+        }
+        guard let receipt = issued else {
+            throw APIProblem.notFound("The audit trail has no revocation with this id.")
+        }
+        if let clientID = receipt.summary.clientID, caller.clientIDs?.contains(clientID) == false {
+            throw APIProblem.notFound("The audit trail has no revocation with this id.")
+        }
+        return receipt
+    }
+
+    /// A receipt as a printable page: its own styles inline, nothing else allowed.
+    static func receiptPage(_ receipt: AuditReceipt) -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: "default-src 'none'; style-src 'unsafe-inline'"],
+            body: .init(byteBuffer: ByteBuffer(string: receipt.html()))
+        )
+    }
+
+    /// A receipt as the signed JSON file, to keep and verify offline.
+    static func receiptDownload(_ receipt: AuditReceipt, id: UUID) throws -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/json", .contentDisposition: "attachment; filename=\"receipt-\(id.uuidString.lowercased()).json\""],
+            body: .init(byteBuffer: ByteBuffer(bytes: try receipt.canonicalBytes()))
+        )
+    }
+
+    /// What `revoker audit verify` answers. A key limited to some apps verifies one of them.
+    func verifyAudit(_ request: Request) async throws -> Response {
+        let caller = try keys.authorize(request, .auditRead)
+        let query = try QueryInput(request, allowed: ["since", "client_id"])
+        let clientID = try query.string("client_id")
+        if let clientID {
+            try caller.require(clientID)
+        } else if caller.filter != nil {
+            throw APIProblem.badRequest("This API key is limited to some apps: name one with client_id.", field: "client_id")
+        }
+        let since = try query.date("since")
+        let verifier = AuditVerifier(client: database, logger: logger)
+        let keys = auditKeys
+        // Reading every row takes longer than one statement's deadline.
+        let result = try await withDeadline(.seconds(600)) { try await verifier.verify(since: since, clientID: clientID, keys: keys) }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: try result.json()))
+        )
+    }
+}
