@@ -12,6 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "revoker", targets: ["revoker"]),
+        .library(name: "RevokerProvider", targets: ["RevokerProvider"]),
         .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
         .library(name: "AppleSignInSandbox", targets: ["AppleSignInSandbox"]),
         .library(name: "RevokerEvidence", targets: ["RevokerEvidence"]),
@@ -43,8 +44,20 @@ let package = Package(
     ],
     targets: [
         .target(
+            name: "RevokerProvider",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "AppleSignIn",
             dependencies: [
+                "RevokerProvider",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -93,7 +106,7 @@ let package = Package(
         .target(
             name: "RevokerWorker",
             dependencies: [
-                "AppleSignIn",
+                "RevokerProvider",
                 "RevokerStore",
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

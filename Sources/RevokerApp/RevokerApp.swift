@@ -121,9 +121,9 @@ public struct RevokerApp: Sendable {
             appleKeys = AppleKeySet(client: client)
         }
         if parts.contains(.worker), let pool {
-            let apps: AppleApps
+            let apple: AppleProvider
             do {
-                apps = try await AppleApps(
+                apple = try await AppleProvider(
                     apps: configuration.apps.values,
                     clientSecretLifetime: configuration.worker.clientSecretLifetime,
                     client: pool,
@@ -140,7 +140,7 @@ public struct RevokerApp: Sendable {
             let owner = RevocationWorker.defaultOwner()
             let worker = RevocationWorker(
                 queue: queue,
-                apps: apps,
+                providers: SignInProviders([apple]),
                 settings: configuration.worker,
                 mode: workerMode,
                 owner: owner,
@@ -196,7 +196,7 @@ public struct RevokerApp: Sendable {
                 database: database,
                 queue: queue,
                 settings: configuration.http,
-                clientIDs: Set(configuration.apps.keys),
+                clientIDs: configuration.clientIDsByProvider,
                 defaultMaxAttempts: configuration.worker.maxAttempts,
                 registry: metrics,
                 appleNotifications: notifications,
@@ -300,7 +300,7 @@ public struct RevokerApp: Sendable {
     static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {
         AppleClient(
             httpClient: AppleClient.makeHTTPClient(concurrency: configuration.worker.concurrency),
-            configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.appleTimeout),
+            configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
             logger: logger
         )
     }

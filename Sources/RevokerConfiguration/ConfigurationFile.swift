@@ -281,7 +281,7 @@ struct ConfigurationFile: Decodable {
             worker.shutdownGrace = try seconds(shutdownGraceSeconds, "shutdown_grace_seconds", 0...600) ?? worker.shutdownGrace
             worker.clientSecretLifetime =
                 try seconds(clientSecretLifetimeSeconds, "client_secret_lifetime_seconds", 1...15_777_000) ?? worker.clientSecretLifetime
-            worker.appleTimeout = try seconds(appleTimeoutSeconds, "apple_timeout_seconds", 0.1...120) ?? worker.appleTimeout
+            worker.providerTimeout = try seconds(appleTimeoutSeconds, "apple_timeout_seconds", 0.1...120) ?? worker.providerTimeout
             return worker
         }
     }

@@ -39,6 +39,16 @@ public struct RevokerConfiguration: Sendable {
     /// What is unsafe but usable, such as a key file others may read; `--strict` refuses it.
     public var warnings: [String] = []
 
+    /// The client_ids each provider serves; a client_id belongs to one provider only.
+    public var clientIDsByProvider: [String: Set<String>] {
+        [ProviderName.apple.rawValue: Set(apps.keys)]
+    }
+
+    /// The provider that serves `clientID`, when one does.
+    public func provider(of clientID: String) -> String? {
+        clientIDsByProvider.first { $0.value.contains(clientID) }?.key
+    }
+
     /// Seals with ``keyring`` and opens the SQL intake with ``intakeKeys``.
     public var sealer: CredentialSealer { CredentialSealer(keyring: keyring, intakeKeys: intakeKeys) }
 

@@ -114,7 +114,7 @@ public struct Demo: Sendable {
                 let database = running.database
                 return try await RevokerApp.withAppleClient(configuration, logger: logger) { client in
                     var scenarios = planned
-                    let apps = try await AppleApps(
+                    let apple = try await AppleProvider(
                         apps: configuration.apps.values,
                         clientSecretLifetime: configuration.worker.clientSecretLifetime,
                         client: client
@@ -134,8 +134,8 @@ public struct Demo: Sendable {
                         scenarios[index].grantID = minted.grantID
                         scenarios[index].secret = minted.value
                         switch scenario.expected {
-                        case .alreadyInvalid: try await apps[clientID]?.client.revoke(token: minted.value, hint: .refreshToken)
-                        case .codeRejected: _ = try await apps[clientID]?.client.exchange(code: minted.value, redirectURI: nil)
+                        case .alreadyInvalid: try await apple.apps[clientID]?.client.revoke(token: minted.value, hint: .refreshToken)
+                        case .codeRejected: _ = try await apple.apps[clientID]?.client.exchange(code: minted.value, redirectURI: nil)
                         default: break
                         }
                         if scenario.viaSQL {

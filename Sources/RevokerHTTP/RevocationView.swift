@@ -4,8 +4,10 @@ import RevokerStore
 /// A revocation as the API shows it: everything but the credential.
 struct RevocationView: Encodable {
     var id: String
+    var provider: String
     var clientID: String
     var externalReference: String
+    /// The user's id at the provider (`user_id`; also `apple_user_id` for Apple's requests).
     var appleUserID: String?
     var credentialKind: String
     var enqueuedKind: String
@@ -24,7 +26,8 @@ struct RevocationView: Encodable {
     var finishedAt: String?
 
     enum CodingKeys: String, CodingKey {
-        case id
+        case id, provider
+        case userID = "user_id"
         case clientID = "client_id"
         case externalReference = "external_reference"
         case appleUserID = "apple_user_id"
@@ -45,6 +48,7 @@ struct RevocationView: Encodable {
 
     init(_ request: RevocationRequest) {
         id = request.id.uuidString.lowercased()
+        provider = request.provider
         clientID = request.clientID
         externalReference = request.externalReference
         appleUserID = request.appleUserID
@@ -69,9 +73,12 @@ struct RevocationView: Encodable {
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
+        try container.encode(provider, forKey: .provider)
         try container.encode(clientID, forKey: .clientID)
         try container.encode(externalReference, forKey: .externalReference)
-        try container.encode(appleUserID, forKey: .appleUserID)
+        try container.encode(appleUserID, forKey: .userID)
+        // The older name, for Apple's requests only: its clients read it.
+        try container.encode(provider == NewRevocation.defaultProvider ? appleUserID : nil, forKey: .appleUserID)
         try container.encode(credentialKind, forKey: .credentialKind)
         try container.encode(enqueuedKind, forKey: .enqueuedKind)
         try container.encode(hasCredential, forKey: .hasCredential)

@@ -24,7 +24,7 @@ public struct RevokerAPI: Sendable {
     let appleNotifications: AppleNotificationVerifier?
     let webhookApps: [String: Set<String>]
     let database: PostgresClient
-    let clientIDs: Set<String>
+    let clientIDs: [String: Set<String>]
     let settings: HTTPSettings
     let defaultMaxAttempts: Int
     let keys: APIKeys
@@ -34,7 +34,7 @@ public struct RevokerAPI: Sendable {
 
     /// - Parameters:
     ///   - queue: where enqueued requests go (its sealer seals their credentials).
-    ///   - clientIDs: the apps a request may name.
+    ///   - clientIDs: the apps a request may name, by provider (`apple`, `google`).
     ///   - defaultMaxAttempts: for a request that names none.
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
     ///   - appleNotifications: verifies Apple's notifications; without it they are not received.
@@ -45,7 +45,7 @@ public struct RevokerAPI: Sendable {
         database: PostgresClient,
         queue: RevocationQueue,
         settings: HTTPSettings,
-        clientIDs: Set<String>,
+        clientIDs: [String: Set<String>],
         defaultMaxAttempts: Int,
         registry: PrometheusCollectorRegistry,
         appleNotifications: AppleNotificationVerifier? = nil,
@@ -139,7 +139,8 @@ public struct RevokerAPI: Sendable {
         ("authorization_code", .authorizationCode), ("refresh_token", .refreshToken), ("access_token", .accessToken),
     ]
     static let enqueueFields: Set<String> = [
-        "client_id", "external_reference", "apple_user_id", "authorization_code", "refresh_token", "access_token", "redirect_uri",
+        "provider", "client_id", "external_reference", "user_id", "apple_user_id", "authorization_code", "refresh_token", "access_token",
+        "redirect_uri",
         "max_attempts",
     ]
 
@@ -160,33 +161,50 @@ public struct RevokerAPI: Sendable {
                 field: credentials.isEmpty ? "authorization_code" : credentials[1].kind.rawValue
             )
         }
+        let provider = try JSONInput.string(body, "provider") ?? NewRevocation.defaultProvider
+        let userID = try JSONInput.string(body, "user_id")
         let appleUserID = try JSONInput.string(body, "apple_user_id")
+        if userID != nil, appleUserID != nil {
+            throw APIProblem.invalid("Give the user's id once: user_id, or apple_user_id (its older name).", field: "apple_user_id")
+        }
         let redirectURI = try JSONInput.string(body, "redirect_uri")
         let maxAttempts = try JSONInput.integer(body, "max_attempts") ?? defaultMaxAttempts
         let new: NewRevocation
         do {
             new = try NewRevocation(
+                provider: provider,
                 clientID: clientID,
                 externalReference: reference,
-                appleUserID: appleUserID,
+                appleUserID: userID ?? appleUserID,
                 credential: credential,
                 redirectURI: redirectURI,
                 maxAttempts: maxAttempts
             )
         } catch {
             // The credential's field is named after its kind in this API.
-            let field = error.field == .credential ? credential.kind.rawValue : error.field.rawValue
+            let field =
+                switch error.field {
+                case .credential: credential.kind.rawValue
+                case .appleUserID: userID != nil ? "user_id" : "apple_user_id"
+                default: error.field.rawValue
+                }
             throw APIProblem.invalid("This field \(error.rule).", field: field)
         }
-        guard clientIDs.contains(clientID) else {
-            throw APIProblem.invalid("No app with this client_id is configured.", field: "client_id")
+        guard let served = clientIDs[provider] else {
+            throw APIProblem.invalid(
+                "No such provider is configured; configured: \(clientIDs.keys.sorted().joined(separator: ", ")).",
+                field: "provider"
+            )
+        }
+        guard served.contains(clientID) else {
+            throw APIProblem.invalid("No app with this client_id is configured for this provider.", field: "client_id")
         }
         try caller.require(clientID)
         let result = try await store { [queue] in try await queue.enqueue(new, actor: "api:\(caller.name)") }
         switch result {
         case .created(let created):
             metrics.enqueued()
-            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "apple.client_id": "\(clientID)"])
+            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "revoker.client_id": "\(clientID)"])
             return try Self.json(RevocationView(created), status: .accepted)
         case .existing(let existing):
             return try Self.json(RevocationView(existing), status: .ok)
@@ -195,7 +213,10 @@ public struct RevokerAPI: Sendable {
 
     func list(_ request: Request) async throws -> Response {
         let caller = try keys.authorize(request, .revocationsRead)
-        let query = try QueryInput(request, allowed: ["client_id", "external_reference", "apple_user_id", "state", "created_before", "limit"])
+        let query = try QueryInput(
+            request,
+            allowed: ["provider", "client_id", "external_reference", "user_id", "apple_user_id", "state", "created_before", "limit"]
+        )
         var state: RevocationState?
         if let name = query.values["state"] {
             guard let parsed = RevocationState(rawValue: name) else {
@@ -206,10 +227,11 @@ public struct RevokerAPI: Sendable {
         var filter = RevocationFilter(
             clientID: try query.string("client_id"),
             externalReference: try query.string("external_reference"),
-            appleUserID: try query.string("apple_user_id"),
+            appleUserID: try query.string("user_id") ?? query.string("apple_user_id"),
             state: state,
             createdBefore: try query.date("created_before"),
-            limit: try query.integer("limit", range: 1...1000) ?? 100
+            limit: try query.integer("limit", range: 1...1000) ?? 100,
+            provider: try query.string("provider")
         )
         if let clientID = filter.clientID { try caller.require(clientID) }
         filter.clientIDs = caller.filter

@@ -11,6 +11,32 @@ import Testing
 struct AuditChainTests {
     static let logger = Logger(label: "test")
 
+    /// A request and its audit rows as a binary of an older schema wrote them (today's store
+    /// code speaks today's schema only).
+    @discardableResult
+    static func legacyEnqueue(_ reference: String, cancelled: Bool, _ db: ScratchDatabase) async throws -> UUID {
+        let id = UUID()
+        let digest = ByteBuffer(bytes: Array(repeating: UInt8(7), count: 32))
+        try await db.client.query(
+            """
+            INSERT INTO revoker.revocation_requests
+                (id, client_id, external_reference, credential_kind, enqueued_kind, credential_digest,
+                 state, outcome, finished_at)
+            VALUES (\(id), 'com.example.app', \(reference), 'refresh_token', 'refresh_token', \(digest),
+                    \(cancelled ? "cancelled" : "pending"), \(cancelled ? "cancelled" : nil), \(cancelled ? Date() : nil))
+            """
+        )
+        for event in ["enqueued"] + (cancelled ? ["cancelled", "credential_erased"] : []) {
+            try await db.client.query(
+                """
+                INSERT INTO revoker.audit_events (request_id, client_id, external_reference, event, attempt, actor)
+                VALUES (\(id), 'com.example.app', \(reference), \(event), 0, 't')
+                """
+            )
+        }
+        return id
+    }
+
     static func count(_ sql: String, _ db: ScratchDatabase) async throws -> Int {
         try await db.client.query(PostgresQuery(unsafeSQL: sql)).collect().first?.decode(Int.self) ?? -1
     }
@@ -117,8 +143,7 @@ struct AuditChainTests {
             try await Migrator(client: db.client, logger: Self.logger, migrations: Array(Migration.all.prefix(5))).migrate()
             let queue = RevocationQueue(client: db.client, sealer: try Fixtures.sealer(), logger: Self.logger)
             for index in 0..<4 {
-                let request = try await queue.enqueue(Fixtures.new("old-\(index)"), actor: "t").request
-                if index.isMultiple(of: 2) { _ = try await queue.cancel(id: request.id, actor: "ops") }
+                try await Self.legacyEnqueue("old-\(index)", cancelled: index.isMultiple(of: 2), db)
             }
             let before = try await Self.count("SELECT count(*)::int FROM revoker.audit_events", db)
             #expect(before >= 8)
@@ -138,12 +163,12 @@ struct AuditChainTests {
         try await ScratchDatabase.withScratchDatabase { db in
             try await Migrator(client: db.client, logger: Self.logger, migrations: Array(Migration.all.prefix(6))).migrate()
             let queue = RevocationQueue(client: db.client, sealer: try Fixtures.sealer(), logger: Self.logger)
-            let old = try await queue.enqueue(Fixtures.new("before-0007"), actor: "t").request
-            let chain = old.id.uuidString.lowercased()
+            let oldID = try await Self.legacyEnqueue("before-0007", cancelled: false, db)
+            let chain = oldID.uuidString.lowercased()
             let headBefore = try await Self.count("SELECT last_seq::int FROM revoker.audit_chains WHERE chain_key = '\(chain)'", db)
             #expect(headBefore >= 1)
             try await Migrator(client: db.client, logger: Self.logger).migrate()
-            _ = try await queue.cancel(id: old.id, actor: "ops")
+            _ = try await queue.cancel(id: oldID, actor: "ops")
             let fresh = try await queue.enqueue(Fixtures.new("after-0007"), actor: "t").request
             let freshChain = fresh.id.uuidString.lowercased()
             let verifier = AuditVerifier(client: db.client, logger: Self.logger)

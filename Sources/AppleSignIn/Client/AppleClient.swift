@@ -57,19 +57,9 @@ public struct AppleClient: Sendable {
         self.logger = logger
     }
 
-    /// An HTTP client suited to Apple: redirects are not followed (a redirect must never
-    /// carry a secret elsewhere) and connections are pooled. The caller shuts it down.
-    ///
-    /// `concurrency` is how many calls the caller makes at once: HTTP/1 connections per host are
-    /// at least that many (and never fewer than 64), or calls queue for a connection (64 at
-    /// 200 ms is 320 calls/s). HTTP/2 multiplexes instead.
+    /// An HTTP client suited to Apple (``ProviderTransport/makeHTTPClient(eventLoopGroup:concurrency:)``).
     public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup, concurrency: Int = 0) -> HTTPClient {
-        var configuration = HTTPClient.Configuration()
-        configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(64, concurrency))
-        configuration.decompression = .disabled
-        return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+        ProviderTransport.makeHTTPClient(eventLoopGroup: eventLoopGroup, concurrency: concurrency)
     }
 
     /// Apple's current identity-token signing keys from `/auth/keys`.
@@ -116,72 +106,27 @@ public struct AppleClient: Sendable {
         }
     }
 
-    struct RawResponse {
-        var status: Int
-        var headers: HTTPHeaders
-        var body: Data
-    }
+    typealias RawResponse = ProviderTransport.Response
 
     private func send(_ endpoint: AppleEndpoint, method: HTTPMethod, form: [(String, String)]?, secrets: [String]) async throws -> RawResponse {
-        var request = HTTPClientRequest(url: configuration.baseURL + endpoint.rawValue)
-        request.method = method
-        request.headers.add(name: "User-Agent", value: configuration.userAgent)
-        request.headers.add(name: "Accept", value: "application/json")
-        if let form {
-            request.headers.add(name: "Content-Type", value: FormEncoding.contentType)
-            request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
-        }
-        let started = ContinuousClock.now
+        let transport = ProviderTransport(
+            httpClient: httpClient,
+            timeout: configuration.timeout,
+            userAgent: configuration.userAgent,
+            maximumResponseBytes: configuration.maximumResponseBytes,
+            logger: logger
+        )
         do {
-            let response = try await httpClient.execute(request, deadline: .now() + TimeAmount(configuration.timeout), logger: logger)
-            let body = try await response.body.collect(upTo: configuration.maximumResponseBytes)
-            logger.debug(
-                "Apple answered",
-                metadata: [
-                    "apple.endpoint": "\(endpoint.rawValue)",
-                    "http.status": "\(response.status.code)",
-                    "apple.latency_ms": "\((ContinuousClock.now - started).milliseconds)",
-                ]
-            )
-            return RawResponse(status: Int(response.status.code), headers: response.headers, body: Data(buffer: body))
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch let error as NIOTooManyBytesError {
-            _ = error
-            throw AppleAPIError(
-                endpoint: endpoint,
-                classification: .transient,
-                httpStatus: nil,
-                detail: "the answer was larger than \(configuration.maximumResponseBytes) bytes"
-            )
-        } catch {
-            if Task.isCancelled { throw CancellationError() }
-            throw AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: Self.describeTransport(error))
+            return try await transport.send(configuration.baseURL + endpoint.rawValue, label: endpoint.rawValue, method: method, form: form)
+        } catch let failure as ProviderTransport.TransportFailure {
+            throw AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: failure.detail)
         }
-    }
-
-    static func describeTransport(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError {
-            switch error {
-            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout, .getConnectionFromPoolTimeout:
-                return "timed out"
-            case .remoteConnectionClosed:
-                return "the connection was closed before an answer"
-            default:
-                return "the HTTP call failed (\(String(describing: error).prefix(120)))"
-            }
-        }
-        if let error = error as? IOError { return "the connection failed (errno \(error.errnoCode))" }
-        if error is ChannelError { return "the connection was closed before an answer" }
-        return "the connection failed (\(String(describing: type(of: error))))"
     }
 
     /// Turns a non-200 answer into a classified error. Non-JSON bodies are never echoed.
     static func failure(_ endpoint: AppleEndpoint, status: Int, headers: HTTPHeaders, body: Data, secrets: [String]) -> AppleAPIError {
         let retryAfter = headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0) }
-        let answer = try? JSONDecoder().decode(AppleErrorBody.self, from: body)
-        let code = answer.flatMap { SafeText.errorCode($0.error) }
-        let description = answer?.errorDescription.map { SafeText.bounded($0, scrubbing: secrets) }
+        let (code, description) = OAuthErrorBody.parse(body, scrubbing: secrets)
 
         let classification: AppleAPIError.Classification
         let detail: String
@@ -212,21 +157,5 @@ public struct AppleClient: Sendable {
             retryAfter: retryAfter,
             detail: detail
         )
-    }
-}
-
-struct AppleErrorBody: Decodable {
-    enum CodingKeys: String, CodingKey {
-        case error
-        case errorDescription = "error_description"
-    }
-    var error: String
-    var errorDescription: String?
-}
-
-extension Duration {
-    /// Whole milliseconds, for logs and the audit trail.
-    public var milliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

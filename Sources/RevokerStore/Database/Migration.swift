@@ -57,5 +57,6 @@ public struct Migration: Sendable, Hashable {
             sql: String(decoding: PackageResources._007_audit_chain_cost_sql, as: UTF8.self)
         ),
         Migration(version: 8, name: "0008_ui_sessions", sql: String(decoding: PackageResources._008_ui_sessions_sql, as: UTF8.self)),
+        Migration(version: 9, name: "0009_providers", sql: String(decoding: PackageResources._009_providers_sql, as: UTF8.self)),
     ]
 }

@@ -27,7 +27,7 @@ public struct EventFeed: Sendable {
             let rows = try await client.query(
                 """
                 SELECT e.txid::text, e.position, e.id, e.type, e.client_id, e.occurred_at, e.request_id, e.external_reference,
-                       e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time
+                       e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time, e.provider
                 FROM revoker.outbox_events e
                 WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())
                   AND (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
@@ -43,9 +43,10 @@ public struct EventFeed: Sendable {
 
     static func decode(_ row: PostgresRow) throws -> OutboxEvent {
         let (
-            transaction, position, id, type, clientID, occurredAt, requestID, reference, appleUserID, outcome, errorCode, notificationID, eventTime
+            transaction, position, id, type, clientID, occurredAt, requestID, reference, appleUserID, outcome, errorCode, notificationID, eventTime,
+            provider
         ) =
-            try row.decode((String, Int64, UUID, String, String, Date, UUID?, String?, String?, String?, String?, String?, Date?).self)
+            try row.decode((String, Int64, UUID, String, String, Date, UUID?, String?, String?, String?, String?, String?, Date?, String?).self)
         guard let txid = UInt64(transaction) else { throw RevokerStoreError(.unexpectedData, "an event's transaction id is not a number") }
         return OutboxEvent(
             id: id,
@@ -56,6 +57,7 @@ public struct EventFeed: Sendable {
             requestID: requestID,
             externalReference: reference,
             appleUserID: appleUserID,
+            provider: provider,
             outcome: outcome,
             errorCode: errorCode,
             notificationID: notificationID,

@@ -15,7 +15,10 @@ public struct OutboxEvent: Sendable, Equatable {
     public var cursor: EventCursor
     public var requestID: UUID?
     public var externalReference: String?
+    /// The user's id at the provider; named for Apple, the first provider.
     public var appleUserID: String?
+    /// The sign-in provider of the request or notification (nil for events written before providers).
+    public var provider: String?
     /// The request's outcome (`revocation.*`).
     public var outcome: String?
     /// The last error's code (`revocation.failed`).
@@ -38,9 +41,11 @@ public struct OutboxEvent: Sendable, Equatable {
         func add(_ key: String, _ value: String?) {
             if let value { data.append((key, AuditExport.jsonString(value))) }
         }
+        add("provider", provider)
         add("request_id", requestID?.uuidString.lowercased())
         add("external_reference", externalReference)
-        add("apple_user_id", appleUserID)
+        // Apple's events keep the field they always had; another provider's user is `user_id`.
+        add((provider ?? "apple") == "apple" ? "apple_user_id" : "user_id", appleUserID)
         add("outcome", outcome)
         add("error_code", errorCode)
         add("notification_id", notificationID)

@@ -1,16 +1,19 @@
 import Foundation
 
-/// A request to revoke an Apple grant, as handed to ``RevocationQueue/enqueue(_:actor:)``.
+/// A request to revoke a sign-in grant, as handed to ``RevocationQueue/enqueue(_:actor:)``.
 ///
 /// Its rules live here and nowhere else: the HTTP API, the command line and the Swift API all
 /// build one, so a value that exists is valid. `revoker.enqueue_revocation` (migration 0003)
 /// enforces the same limits for the SQL path.
 public struct NewRevocation: Sendable, CustomStringConvertible {
-    /// The app's Services ID / bundle id used as `client_id` with Apple.
+    /// The sign-in provider that issued the grant (`apple` unless named).
+    public let provider: String
+    /// The app's `client_id` at its provider (Apple's Services ID or bundle id, Google's OAuth client ID).
     public let clientID: String
     /// The caller's reference (e.g. its user id); idempotency key together with `clientID`.
     public let externalReference: String
-    /// Apple's user id (`sub`), when known; a mismatching id_token then stops the request.
+    /// The user's id at the provider (`sub`), when known; a mismatching id_token then stops
+    /// the request. Named for Apple, the first provider, and kept so for every caller.
     public let appleUserID: String?
     /// The credential to revoke.
     public let credential: Credential
@@ -29,11 +32,14 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
     public static let maxAttemptsRange = 1...100
     /// `max_attempts` when none is given.
     public static let defaultMaxAttempts = 8
+    /// The provider when none is named.
+    public static let defaultProvider = "apple"
 
     /// Checks every rule and creates the value.
     ///
     /// - Throws: ``Invalid`` naming the first field that breaks a rule (never its value).
     public init(
+        provider: String = NewRevocation.defaultProvider,
         clientID: String,
         externalReference: String,
         appleUserID: String? = nil,
@@ -41,6 +47,9 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         redirectURI: String? = nil,
         maxAttempts: Int = NewRevocation.defaultMaxAttempts
     ) throws(Invalid) {
+        guard Self.isProviderName(provider) else {
+            throw Invalid(.provider, "must be a provider's name: 1 to 32 characters of a-z, 0-9 and _, starting with a letter")
+        }
         try Self.checkIdentifier(clientID, .clientID)
         try Self.checkIdentifier(externalReference, .externalReference)
         if let appleUserID { try Self.checkIdentifier(appleUserID, .appleUserID) }
@@ -59,6 +68,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         guard Self.maxAttemptsRange.contains(maxAttempts) else {
             throw Invalid(.maxAttempts, "must be between \(Self.maxAttemptsRange.lowerBound) and \(Self.maxAttemptsRange.upperBound)")
         }
+        self.provider = provider
         self.clientID = clientID
         self.externalReference = externalReference
         self.appleUserID = appleUserID
@@ -68,7 +78,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "NewRevocation(clientID: \(self.clientID), externalReference: \(self.externalReference), kind: \(self.credential.kind))"
+        "NewRevocation(provider: \(self.provider), clientID: \(self.clientID), externalReference: \(self.externalReference), kind: \(self.credential.kind))"
     }
 
     private static func checkIdentifier(_ text: String, _ field: Field) throws(Invalid) {
@@ -106,6 +116,15 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         return !within(edgeWhiteSpace, first) && !within(edgeWhiteSpace, last) && !scalars.contains { within(refusedCharacters, $0) }
     }
 
+    /// The shape migration 0009 checks: `^[a-z][a-z0-9_]{0,31}$`.
+    public static func isProviderName(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard (1...32).contains(bytes.count), (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[0]) else { return false }
+        return bytes.allSatisfy {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_")
+        }
+    }
+
     private static func hasControlCharacters(_ text: String) -> Bool {
         text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
@@ -114,6 +133,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
 extension NewRevocation {
     /// A field of a new revocation, by the name the HTTP API and SQL function use.
     public enum Field: String, Sendable, CaseIterable {
+        case provider
         case clientID = "client_id"
         case externalReference = "external_reference"
         case appleUserID = "apple_user_id"

@@ -2,13 +2,15 @@ import Foundation
 
 /// Filter for ``RevocationQueue/list(_:)``.
 public struct RevocationFilter: Sendable, Hashable {
+    /// Only this provider's requests.
+    public var provider: String?
     /// Only this app.
     public var clientID: String?
     /// Only these apps (an API key's limit), when set.
     public var clientIDs: [String]?
     /// Only this external reference.
     public var externalReference: String?
-    /// Only this Apple user id.
+    /// Only this user id (at the request's provider).
     public var appleUserID: String?
     /// Only this state.
     public var state: RevocationState?
@@ -24,8 +26,10 @@ public struct RevocationFilter: Sendable, Hashable {
         appleUserID: String? = nil,
         state: RevocationState? = nil,
         createdBefore: Date? = nil,
-        limit: Int = 100
+        limit: Int = 100,
+        provider: String? = nil
     ) {
+        self.provider = provider
         self.clientID = clientID
         self.externalReference = externalReference
         self.appleUserID = appleUserID

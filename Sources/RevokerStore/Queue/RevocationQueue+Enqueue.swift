@@ -20,9 +20,9 @@ extension RevocationQueue {
                     let inserted = try await connection.query(
                         """
                         INSERT INTO revoker.revocation_requests AS r
-                            (id, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
+                            (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
                              sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts)
-                        VALUES (\(id), \(new.clientID), \(new.externalReference), \(new.appleUserID),
+                        VALUES (\(id), \(new.provider), \(new.clientID), \(new.externalReference), \(new.appleUserID),
                                 \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
                                 \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(new.redirectURI), \(new.maxAttempts))
                         ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
@@ -32,7 +32,7 @@ extension RevocationQueue {
                     ).collect()
                     if let row = inserted.first {
                         try await AuditWriter.write(
-                            [AuditEvent(.enqueued, detail: "kind=\(new.credential.kind.rawValue)")],
+                            [AuditEvent(.enqueued, detail: "provider=\(new.provider) kind=\(new.credential.kind.rawValue)")],
                             requestID: id,
                             actor: actor,
                             on: connection,
@@ -52,7 +52,7 @@ extension RevocationQueue {
                     guard let row = existing.first else { return nil }
                     let request = try Self.decodeRequest(row)
                     let storedDigest = Array(try row.makeRandomAccess()["credential_digest"].decode(ByteBuffer.self).readableBytesView)
-                    guard storedDigest == digest, request.enqueuedKind == new.credential.kind else {
+                    guard storedDigest == digest, request.enqueuedKind == new.credential.kind, request.provider == new.provider else {
                         throw RevokerStoreError(
                             .conflict,
                             "a live revocation request for this external reference has a different credential"

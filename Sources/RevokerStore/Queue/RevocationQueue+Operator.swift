@@ -74,7 +74,7 @@ extension RevocationQueue {
             try await self.client.withTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
                     """
-                    SELECT id, external_reference, apple_user_id, credential_kind, enqueued_kind, sealed_credential,
+                    SELECT id, provider, external_reference, apple_user_id, credential_kind, enqueued_kind, sealed_credential,
                            credential_key_id, credential_digest, redirect_uri, max_attempts
                     FROM revoker.revocation_requests
                     WHERE client_id = \(clientID) AND state = 'failed' AND outcome = 'client_misconfigured'
@@ -86,8 +86,10 @@ extension RevocationQueue {
                 ).collect()
                 var requeued: [UUID] = []
                 for row in rows {
-                    let (oldID, reference, appleUserID, rawKind, rawEnqueuedKind, sealedBuffer, keyID, digestBuffer, redirectURI, maxAttempts) =
-                        try row.decode((UUID, String, String?, String, String, ByteBuffer, String, ByteBuffer, String?, Int).self)
+                    let (
+                        oldID, provider, reference, appleUserID, rawKind, rawEnqueuedKind, sealedBuffer, keyID, digestBuffer, redirectURI, maxAttempts
+                    ) =
+                        try row.decode((UUID, String, String, String?, String, String, ByteBuffer, String, ByteBuffer, String?, Int).self)
                     let bytes = Array(sealedBuffer.readableBytesView)
                     let digest = Array(digestBuffer.readableBytesView)
                     guard let kind = CredentialKind(rawValue: rawKind), CredentialKind(rawValue: rawEnqueuedKind) != nil else {
@@ -99,9 +101,9 @@ extension RevocationQueue {
                     let inserted = try await connection.query(
                         """
                         INSERT INTO revoker.revocation_requests
-                            (id, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind, sealed_credential,
+                            (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind, sealed_credential,
                              credential_key_id, credential_digest, redirect_uri, max_attempts, requeued_from)
-                        VALUES (\(newID), \(clientID), \(reference), \(appleUserID), \(rawKind), \(rawEnqueuedKind), \(ByteBuffer(bytes: sealed.bytes)),
+                        VALUES (\(newID), \(provider), \(clientID), \(reference), \(appleUserID), \(rawKind), \(rawEnqueuedKind), \(ByteBuffer(bytes: sealed.bytes)),
                                 \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(redirectURI), \(maxAttempts), \(oldID))
                         ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
                         RETURNING id

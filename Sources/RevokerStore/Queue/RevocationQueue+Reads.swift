@@ -77,6 +77,10 @@ extension RevocationQueue {
         }
         var sql = "SELECT \(Self.requestColumns) FROM revoker.revocation_requests r WHERE true"
         var binds = PostgresBindings()
+        if let value = filter.provider {
+            binds.append(value)
+            sql += " AND r.provider = $\(binds.count)"
+        }
         if let value = filter.clientID {
             binds.append(value)
             sql += " AND r.client_id = $\(binds.count)"

@@ -27,7 +27,7 @@ public struct RevocationQueue: Sendable {
     }
 
     static let requestColumns = """
-        r.id, r.client_id, r.external_reference, r.apple_user_id, r.credential_kind, r.enqueued_kind,
+        r.id, r.provider, r.client_id, r.external_reference, r.apple_user_id, r.credential_kind, r.enqueued_kind,
         (r.sealed_credential IS NOT NULL OR EXISTS (SELECT 1 FROM revoker.credential_intake ci WHERE ci.request_id = r.id)) AS has_credential,
         r.redirect_uri, r.state, r.outcome, r.attempts, r.max_attempts, r.run_after, r.lease_owner, r.lease_expires_at,
         r.fencing_token, r.last_error_code, r.last_error_description, r.requeued_from, r.created_at, r.updated_at, r.finished_at
@@ -52,6 +52,7 @@ public struct RevocationQueue: Sendable {
         }
         return RevocationRequest(
             id: try cells["id"].decode(UUID.self),
+            provider: try cells["provider"].decode(String.self),
             clientID: try cells["client_id"].decode(String.self),
             externalReference: try cells["external_reference"].decode(String.self),
             appleUserID: try cells["apple_user_id"].decode(String?.self),

@@ -4,11 +4,13 @@ import Foundation
 public struct RevocationRequest: Sendable, Hashable, Identifiable {
     /// Request id.
     public var id: UUID
-    /// The app's `client_id`.
+    /// The sign-in provider that issued the grant (`apple`, `google`).
+    public var provider: String
+    /// The app's `client_id` at its provider.
     public var clientID: String
     /// The enqueuer's reference.
     public var externalReference: String
-    /// Apple's user id (`sub`), when given.
+    /// The user's id at the provider (`sub`), when given.
     public var appleUserID: String?
     /// The kind of the stored credential (becomes `refresh_token` after a code exchange).
     public var credentialKind: CredentialKind

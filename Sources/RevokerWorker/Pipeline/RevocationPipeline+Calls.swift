@@ -1,33 +1,33 @@
-import AppleSignIn
 import Foundation
 import Logging
+import RevokerProvider
 import RevokerStore
 
-/// How the pipeline calls out: the database under its deadline, Apple timed and metered.
+/// How the pipeline calls out: the database under its deadline, the provider timed and metered.
 extension RevocationPipeline {
     /// Runs a database call under the pipeline's time limit.
     func store<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         try await withDeadline(databaseTimeout, body)
     }
 
-    /// An Apple call's result and how long it took.
+    /// A provider call's result and how long it took.
     enum Answer<T> {
         case success(T, Duration)
-        case failure(AppleAPIError, Duration)
+        case failure(ProviderFailure, Duration)
     }
 
-    /// Runs an Apple call, timing it; Apple's refusals come back as values, and anything
-    /// unexpected (an interrupted call) as a transient failure.
-    func call<T>(_ endpoint: AppleEndpoint, _ body: () async throws -> T) async -> Answer<T> {
+    /// Runs a provider call, timing it; the provider's refusals come back as values, and
+    /// anything unexpected (an interrupted call) as a transient failure.
+    func call<T>(_ provider: ProviderName, _ endpoint: String, _ body: () async throws -> T) async -> Answer<T> {
         let started = ContinuousClock.now
         let answer: Answer<T>
         do {
             let value = try await body()
             answer = .success(value, ContinuousClock.now - started)
-        } catch let failure as AppleAPIError {
+        } catch let failure as ProviderFailure {
             answer = .failure(failure, ContinuousClock.now - started)
         } catch {
-            let failure = AppleAPIError(
+            let failure = ProviderFailure(
                 endpoint: endpoint,
                 classification: .transient,
                 httpStatus: nil,
@@ -36,8 +36,8 @@ extension RevocationPipeline {
             answer = .failure(failure, ContinuousClock.now - started)
         }
         switch answer {
-        case .success(_, let latency): metrics.appleCall(endpoint, status: 200, duration: latency)
-        case .failure(let failure, let latency): metrics.appleCall(endpoint, status: failure.httpStatus, duration: latency)
+        case .success(_, let latency): metrics.providerCall(provider, endpoint: endpoint, status: 200, duration: latency)
+        case .failure(let failure, let latency): metrics.providerCall(provider, endpoint: endpoint, status: failure.httpStatus, duration: latency)
         }
         return answer
     }

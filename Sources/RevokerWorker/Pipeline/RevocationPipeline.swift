@@ -1,6 +1,6 @@
-import AppleSignIn
 import Foundation
 import Logging
+import RevokerProvider
 import RevokerStore
 
 /// What became of one claimed request.
@@ -19,14 +19,14 @@ public enum Disposition: Sendable, Equatable {
     case interrupted
 }
 
-/// Carries one claimed request through Apple: fresh client secret, exchange or validate,
-/// identity check, revoke, and the outcome with its audit events.
+/// Carries one claimed request through its provider: exchange the code or prove the refresh
+/// token, check whose grant it is, revoke, and the outcome with its audit events.
 ///
 /// A code is exchanged once: the refresh token it yields is sealed and stored before the
 /// revoke, so a retry validates that token instead of re-sending a burnt code.
 public struct RevocationPipeline: Sendable {
     let queue: RevocationQueue
-    let apps: AppleApps
+    let providers: SignInProviders
     let retryPolicy: RetryPolicy
     let pauseProbeInterval: Duration
     let pauses: PauseBook
@@ -34,9 +34,9 @@ public struct RevocationPipeline: Sendable {
     let metrics: WorkerMetrics
     let logger: Logger
 
-    public init(queue: RevocationQueue, apps: AppleApps, settings: WorkerSettings, metrics: WorkerMetrics = .init(), logger: Logger) {
+    public init(queue: RevocationQueue, providers: SignInProviders, settings: WorkerSettings, metrics: WorkerMetrics = .init(), logger: Logger) {
         self.queue = queue
-        self.apps = apps
+        self.providers = providers
         self.retryPolicy = RetryPolicy(base: settings.retryBase, cap: settings.retryCap)
         self.pauseProbeInterval = settings.pauseProbeInterval
         self.pauses = PauseBook()
@@ -50,7 +50,8 @@ public struct RevocationPipeline: Sendable {
     public func process(_ claimed: ClaimedRevocation, shouldRelease: @escaping @Sendable () -> Bool = { false }) async -> Disposition {
         var logger = self.logger
         logger[metadataKey: "revoker.request.id"] = "\(claimed.request.id)"
-        logger[metadataKey: "apple.client_id"] = "\(claimed.request.clientID)"
+        logger[metadataKey: "revoker.provider"] = "\(claimed.request.provider)"
+        logger[metadataKey: "revoker.client_id"] = "\(claimed.request.clientID)"
         var run = Run(claimed: claimed, logger: logger, shouldRelease: shouldRelease)
         do {
             return try await self.carry(&run)
@@ -75,14 +76,15 @@ public struct RevocationPipeline: Sendable {
     }
 
     private func carry(_ run: inout Run) async throws -> Disposition {
-        guard let app = apps[run.request.clientID] else {
+        guard let provider = ProviderName(rawValue: run.request.provider), let app = providers.app(provider: provider, clientID: run.request.clientID)
+        else {
             run.logger.error(
-                "A request names a client_id this worker has no configuration for; it fails as client_misconfigured and can be requeued once the app is configured"
+                "A request names a provider and client_id this worker has no configuration for; it fails as client_misconfigured and can be requeued once the app is configured"
             )
             return try await finish(
                 &run,
                 .clientMisconfigured,
-                error: ErrorDetail(code: "unknown_client_id", description: "no configuration for this client_id")
+                error: ErrorDetail(code: "unknown_client_id", description: "no configuration for this provider and client_id")
             )
         }
         if run.claimed.userRevocation == .accountDeleted {
@@ -91,51 +93,60 @@ public struct RevocationPipeline: Sendable {
             return try await finish(&run, .revokedByUser)
         }
         var token = run.claimed.credential.secret
-        var hint = TokenTypeHint.refreshToken
+        var kind = GrantTokenKind.refreshToken
 
         switch run.claimed.credential.kind {
         case .authorizationCode:
-            let redirectURI = run.request.redirectURI ?? app.defaultRedirectURI
             // Recorded before the call: should this attempt die before the refresh token is
             // stored, the next one knows that a refusal of the code may be our own doing.
-            let (lease, started) = (run.lease, run.events + [AuditEvent(.exchangeStarted, appleEndpoint: AppleEndpoint.token.rawValue)])
+            let (lease, started) = (run.lease, run.events + [AuditEvent(.exchangeStarted, appleEndpoint: app.tokenEndpoint)])
             guard try await store({ try await queue.record(lease, events: started) }) else { return .leaseLost }
             run.events = []
-            let response: AppleTokenResponse
-            switch await call(.token, { try await app.client.exchange(code: token, redirectURI: redirectURI) }) {
+            let proof: GrantProof
+            switch await call(
+                provider,
+                app.tokenEndpoint,
+                { [token, redirectURI = run.request.redirectURI] in try await app.exchange(code: token, redirectURI: redirectURI) }
+            ) {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .exchange, &run)
             case .success(let answer, let latency):
-                response = answer
-                run.events.append(AuditEvent(.tokenExchanged, appleEndpoint: AppleEndpoint.token.rawValue, httpStatus: 200, latency: latency))
+                proof = answer
+                run.events.append(AuditEvent(.tokenExchanged, appleEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
             }
-            if let refused = try await checkIdentity(response, app: app, &run) { return refused }
-            if let refreshToken = response.refreshToken {
-                // Stored before the revoke: a retry must never re-send the burnt code.
+            if let refused = try await checkIdentity(proof.identity, &run) { return refused }
+            if let refreshToken = proof.refreshToken {
+                // Stored before the revoke: a retry must never re-send the spent code.
                 let (lease, events) = (run.lease, run.events)
                 let stored = try await store {
                     try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
                 }
                 run.events = []
                 guard stored else {
-                    // Another worker took the request over; it holds only the burnt code, so revoke what we got.
-                    _ = try? await app.client.revoke(token: refreshToken, hint: .refreshToken)
+                    // Another worker took the request over; it holds only the spent code, so revoke what we got.
+                    _ = try? await app.revoke(token: refreshToken, kind: .refreshToken)
                     run.logger.warning("Lease lost after exchanging a code; revoked the new refresh token without recording it")
                     return .leaseLost
                 }
                 token = refreshToken
+            } else if let accessToken = proof.accessToken {
+                token = accessToken
+                kind = .accessToken
             } else {
-                token = response.accessToken
-                hint = .accessToken
+                return try await finish(
+                    &run,
+                    .rejected,
+                    error: ErrorDetail(code: "no_token_issued", description: "the exchange returned neither a refresh nor an access token")
+                )
             }
         case .refreshToken:
-            switch await call(.token, { try await app.client.validate(refreshToken: token) }) {
+            switch await call(provider, app.tokenEndpoint, { [token] in try await app.prove(refreshToken: token) }) {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .validate, &run)
-            case .success(let response, let latency):
-                run.events.append(AuditEvent(.tokenValidated, appleEndpoint: AppleEndpoint.token.rawValue, httpStatus: 200, latency: latency))
-                if let refused = try await checkIdentity(response, app: app, &run) { return refused }
+            case .success(let proof, let latency):
+                run.events.append(AuditEvent(.tokenValidated, appleEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
+                if let refused = try await checkIdentity(proof.identity, &run) { return refused }
             }
         case .accessToken:
-            hint = .accessToken
+            kind = .accessToken
         default:
             return try await finish(
                 &run,
@@ -145,54 +156,51 @@ public struct RevocationPipeline: Sendable {
         }
 
         if run.shouldRelease() { return try await release(&run) }
-        switch await call(.revoke, { try await app.client.revoke(token: token, hint: hint) }) {
+        switch await call(provider, app.revokeEndpoint, { [token, kind] in try await app.revoke(token: token, kind: kind) }) {
         case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .revoke, &run)
         case .success(_, let latency):
             run.events.append(
                 AuditEvent(
                     .revoked,
-                    appleEndpoint: AppleEndpoint.revoke.rawValue,
+                    appleEndpoint: app.revokeEndpoint,
                     httpStatus: 200,
                     latency: latency,
-                    detail: "token_type_hint=\(hint.rawValue)"
+                    detail: "token_type_hint=\(kind.rawValue)"
                 )
             )
             return try await finish(&run, .revoked)
         }
     }
 
-    /// Verifies the identity token and, when the request names an Apple user, refuses a grant of anyone else.
-    /// Returns a disposition when the request ends here.
-    private func checkIdentity(_ response: AppleTokenResponse, app: AppleApps.Entry, _ run: inout Run) async throws -> Disposition? {
+    /// Acts on what the identity token said: when the request names a user, a grant of anyone
+    /// else is refused. Returns a disposition when the request ends here.
+    private func checkIdentity(_ identity: IdentityCheck, _ run: inout Run) async throws -> Disposition? {
         let expected = run.request.appleUserID
-        guard let idToken = response.idToken else {
+        let subject: String
+        switch identity {
+        case .absent:
             guard expected != nil else { return nil }
             return try await finish(
                 &run,
                 .rejected,
-                error: ErrorDetail(code: "id_token_missing", description: "Apple sent no identity token to check the user against")
+                error: ErrorDetail(code: "id_token_missing", description: "the provider sent no identity token to check the user against")
             )
-        }
-        let subject: String
-        do {
-            subject = try await apps.verifier.verify(idToken, clientID: app.client.clientID).appleUserID
-        } catch let failure as AppleAPIError {
-            return try await handle(failure, latency: nil, step: .keys, &run)
-        } catch {
-            let code = (error as? AppleSignInError)?.code.description ?? "id_token_invalid"
+        case .unverifiable(let code):
             guard expected != nil else {
-                run.events.append(AuditEvent(.note, detail: "identity token not verified (\(code)); no Apple user id to check"))
+                run.events.append(AuditEvent(.note, detail: "identity token not verified (\(code)); no user id to check"))
                 return nil
             }
             return try await finish(&run, .rejected, error: ErrorDetail(code: code, description: "the identity token could not be verified"))
+        case .verified(let verified):
+            subject = verified
         }
         if let expected, subject != expected {
-            run.events.append(AuditEvent(.idTokenMismatch, detail: "the grant belongs to another Apple user than the request names"))
-            run.logger.warning("The grant belongs to another Apple user than the request names; not revoking")
+            run.events.append(AuditEvent(.idTokenMismatch, detail: "the grant belongs to another user than the request names"))
+            run.logger.warning("The grant belongs to another user than the request names; not revoking")
             return try await finish(
                 &run,
                 .subjectMismatch,
-                error: ErrorDetail(code: "subject_mismatch", description: "the identity token's sub differs from the request's Apple user id")
+                error: ErrorDetail(code: "subject_mismatch", description: "the identity token's sub differs from the request's user id")
             )
         }
         run.events.append(AuditEvent(.idTokenVerified, detail: expected == nil ? "sub not compared (none given)" : "sub matches"))
@@ -200,15 +208,15 @@ public struct RevocationPipeline: Sendable {
     }
 
     enum Step {
-        case exchange, validate, keys, revoke
+        case exchange, validate, revoke
     }
 
-    /// Acts on Apple's refusal or a failed call: final, paused, or retried.
-    private func handle(_ failure: AppleAPIError, latency: Duration?, step: Step, _ run: inout Run) async throws -> Disposition {
+    /// Acts on the provider's refusal or a failed call: final, paused, or retried.
+    private func handle(_ failure: ProviderFailure, latency: Duration?, step: Step, _ run: inout Run) async throws -> Disposition {
         run.events.append(
             AuditEvent(
                 .appleError,
-                appleEndpoint: failure.endpoint.rawValue,
+                appleEndpoint: failure.endpoint,
                 httpStatus: failure.httpStatus,
                 appleError: failure.error,
                 appleErrorDescription: failure.errorDescription,
@@ -220,22 +228,22 @@ public struct RevocationPipeline: Sendable {
         switch failure.classification {
         case .credentialRejected:
             if run.claimed.userRevocation == .consentRevoked, step == .exchange || step == .validate {
-                // Apple told us the user revoked the grant; the refusal confirms it.
+                // A notification told us the user revoked the grant; the refusal confirms it.
                 return try await finish(&run, .revokedByUser, error: error)
             }
             switch step {
             case .exchange where run.claimed.exchangeStartedBefore:
                 run.logger.warning(
-                    "Apple refused a code that an earlier attempt had started exchanging; the grant it yielded, if any, is unknown"
+                    "The provider refused a code that an earlier attempt had started exchanging; the grant it yielded, if any, is unknown"
                 )
                 return try await finish(&run, .exchangeLost, error: error)
             case .exchange: return try await finish(&run, .codeRejected, error: error)
-            case .validate, .revoke, .keys: return try await finish(&run, .alreadyInvalid, error: error)
+            case .validate, .revoke: return try await finish(&run, .alreadyInvalid, error: error)
             }
         case .requestRejected:
             run.logger.error(
-                "Apple refused the request as malformed",
-                metadata: ["apple.error": "\(failure.error ?? "-")", "http.status": "\(failure.httpStatus ?? 0)"]
+                "The provider refused the request as malformed",
+                metadata: ["provider.error": "\(failure.error ?? "-")", "http.status": "\(failure.httpStatus ?? 0)"]
             )
             return try await finish(&run, .rejected, error: error)
         case .configurationFault:
@@ -249,14 +257,14 @@ public struct RevocationPipeline: Sendable {
             if run.request.attempts >= run.request.maxAttempts {
                 run.logger.warning(
                     "Retries exhausted",
-                    metadata: ["revoker.attempts": "\(run.request.attempts)", "apple.error": "\(failure.error ?? failure.detail)"]
+                    metadata: ["revoker.attempts": "\(run.request.attempts)", "provider.error": "\(failure.error ?? failure.detail)"]
                 )
                 return try await finish(&run, .exhausted, error: error)
             }
             let delay = retryPolicy.delay(afterAttempt: run.request.attempts, retryAfter: failure.retryAfter)
             run.logger.debug(
                 "Transient failure; retrying later",
-                metadata: ["revoker.retry_in_ms": "\(delay.milliseconds)", "apple.detail": "\(failure.detail)"]
+                metadata: ["revoker.retry_in_ms": "\(delay.milliseconds)", "provider.detail": "\(failure.detail)"]
             )
             let (lease, events) = (run.lease, run.events)
             guard try await store({ try await queue.retry(lease, after: delay, error: error, events: events) }) else { return .leaseLost }
@@ -265,11 +273,11 @@ public struct RevocationPipeline: Sendable {
     }
 
     /// Pauses the app; logs loudly once per pause period.
-    func pause(_ clientID: String, failure: AppleAPIError, logger: Logger) async throws {
+    func pause(_ clientID: String, failure: ProviderFailure, logger: Logger) async throws {
         if await pauses.markPaused(clientID) {
             logger.error(
-                "Apple refused this app's client credentials; pausing the app until a probe succeeds. Check its Team ID, Key ID, .p8 key and client_id.",
-                metadata: ["apple.error": "\(failure.error ?? "-")", "revoker.probe_in_s": "\(pauseProbeInterval.components.seconds)"]
+                "The provider refused this app's client credentials; pausing the app until a probe succeeds. Check the app's identifiers and key or secret.",
+                metadata: ["provider.error": "\(failure.error ?? "-")", "revoker.probe_in_s": "\(pauseProbeInterval.components.seconds)"]
             )
         }
         let (reason, probe) = (

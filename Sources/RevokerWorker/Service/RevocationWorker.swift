@@ -1,11 +1,11 @@
-import AppleSignIn
 import Foundation
 import Logging
+import RevokerProvider
 import RevokerStore
 import ServiceLifecycle
 import Synchronization
 
-/// Takes due requests from PostgreSQL and carries each through Apple, as a long-lived
+/// Takes due requests from PostgreSQL and carries each through its provider, as a long-lived
 /// service (`work`) or until nothing is due (`drain`).
 ///
 /// Claims in batches up to the configured concurrency, wakes on LISTEN/NOTIFY with polling
@@ -24,7 +24,7 @@ public struct RevocationWorker: Service {
 
     let queue: RevocationQueue
     let pipeline: RevocationPipeline
-    let apps: AppleApps
+    let providers: SignInProviders
     let settings: WorkerSettings
     let mode: Mode
     let owner: String
@@ -34,7 +34,7 @@ public struct RevocationWorker: Service {
 
     public init(
         queue: RevocationQueue,
-        apps: AppleApps,
+        providers: SignInProviders,
         settings: WorkerSettings,
         mode: Mode = .continuous,
         owner: String = RevocationWorker.defaultOwner(),
@@ -42,13 +42,13 @@ public struct RevocationWorker: Service {
         logger: Logger
     ) {
         self.queue = queue
-        self.apps = apps
+        self.providers = providers
         self.settings = settings
         self.mode = mode
         self.owner = owner
         self.metrics = metrics
         self.logger = logger
-        self.pipeline = RevocationPipeline(queue: queue, apps: apps, settings: settings, metrics: metrics, logger: logger)
+        self.pipeline = RevocationPipeline(queue: queue, providers: providers, settings: settings, metrics: metrics, logger: logger)
     }
 
     /// `host:pid:random`, unique per process; the lease owner and the audit actor.
@@ -193,8 +193,8 @@ public struct RevocationWorker: Service {
         }
     }
 
-    /// Probes each paused app that is due a probe with a revoke of a random token: Apple
-    /// answers 200 when the app's credentials are right, `invalid_client` when not.
+    /// Probes each paused app that is due a probe (``ProviderApp/probe()``: a call that touches
+    /// no grant and tells whether the provider accepts the app's credentials).
     /// Returns how many apps were resumed.
     @discardableResult
     private func probePausedApps() async -> Int {
@@ -203,18 +203,18 @@ public struct RevocationWorker: Service {
         let now = Date()
         var resumed = 0
         for pause in pauses where pause.nextProbeAt <= now {
-            guard let app = apps[pause.clientID] else { continue }
+            guard let app = providers.app(clientID: pause.clientID) else { continue }
             do {
-                try await app.client.revoke(token: "revoker-probe-\(UUID().uuidString)", hint: .accessToken)
+                try await app.probe()
                 if try await queue.resumeApp(clientID: pause.clientID) {
                     resumed += 1
                     await pipeline.resumed(pause.clientID)
-                    logger.notice("Apple accepts the app's credentials again; resumed", metadata: ["apple.client_id": "\(pause.clientID)"])
+                    logger.notice("The provider accepts the app's credentials again; resumed", metadata: ["revoker.client_id": "\(pause.clientID)"])
                 }
-            } catch let failure as AppleAPIError where failure.classification == .configurationFault {
+            } catch let failure as ProviderFailure where failure.classification == .configurationFault {
                 try? await pipeline.pause(pause.clientID, failure: failure, logger: logger)
             } catch {
-                logger.debug("Probe of a paused app failed transiently", metadata: ["apple.client_id": "\(pause.clientID)"])
+                logger.debug("Probe of a paused app failed transiently", metadata: ["revoker.client_id": "\(pause.clientID)"])
             }
         }
         return resumed

@@ -1,5 +1,5 @@
-import AppleSignIn
 import CoreMetrics
+import RevokerProvider
 import RevokerStore
 
 /// The worker's metrics, through swift-metrics: the factory is injected so that each server (and
@@ -29,11 +29,14 @@ public struct WorkerMetrics: Sendable {
         Counter(label: "revoker_retries_total", dimensions: [("reason", reason)], factory: factory).increment()
     }
 
-    /// One call to Apple, with its HTTP status (nil when none came back).
-    public func appleCall(_ endpoint: AppleEndpoint, status: Int?, duration: Duration) {
+    /// One call to a provider, with its HTTP status (nil when none came back). Each provider
+    /// has its own metric (`revoker_apple_request_duration_seconds`,
+    /// `revoker_google_request_duration_seconds`): Apple's name predates the others, and
+    /// dashboards built on it keep working.
+    public func providerCall(_ provider: ProviderName, endpoint: String, status: Int?, duration: Duration) {
         Timer(
-            label: "revoker_apple_request_duration_seconds",
-            dimensions: [("endpoint", endpoint.rawValue), ("status_class", Self.statusClass(status))],
+            label: "revoker_\(provider.rawValue)_request_duration_seconds",
+            dimensions: [("endpoint", endpoint), ("status_class", Self.statusClass(status))],
             preferredDisplayUnit: .seconds,
             factory: factory
         ).recordNanoseconds(Self.nanoseconds(duration))

@@ -1,5 +1,3 @@
-import AppleSignIn
-
 /// How the worker runs: concurrency, leases, retries, deadlines.
 public struct WorkerSettings: Sendable, Equatable {
     /// Requests processed at once.
@@ -20,25 +18,13 @@ public struct WorkerSettings: Sendable, Equatable {
     public var pauseProbeInterval: Duration = .seconds(300)
     /// How long in-flight requests may run on after SIGTERM before they are released.
     public var shutdownGrace: Duration = .seconds(20)
-    /// The lifetime of each client secret.
-    public var clientSecretLifetime: Duration = ClientSecretSigner.defaultLifetime
-    /// The deadline of each call to Apple.
-    public var appleTimeout: Duration = .seconds(10)
+    /// The lifetime of each client secret a provider signs (Apple's): long enough for one
+    /// exchange and one revoke.
+    public var clientSecretLifetime: Duration = .seconds(300)
+    /// The deadline of each call to a provider.
+    public var providerTimeout: Duration = .seconds(10)
     /// The deadline of each database call of the worker.
     public var databaseTimeout: Duration = .seconds(30)
 
     public init() {}
-}
-
-/// One app the worker serves: its Apple identifiers and key, and its default `redirect_uri`.
-public struct AppleAppSettings: Sendable {
-    /// The app's identifiers and key.
-    public var apple: AppleApp
-    /// The `redirect_uri` sent with a code that was enqueued without one.
-    public var defaultRedirectURI: String?
-
-    public init(apple: AppleApp, defaultRedirectURI: String? = nil) {
-        self.apple = apple
-        self.defaultRedirectURI = defaultRedirectURI
-    }
 }

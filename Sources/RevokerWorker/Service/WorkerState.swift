@@ -1,4 +1,3 @@
-import AppleSignIn
 import Foundation
 import Logging
 import RevokerStore

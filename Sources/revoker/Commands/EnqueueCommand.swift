@@ -15,9 +15,10 @@ import Darwin
 struct EnqueueCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enqueue",
-        abstract: "Queue the revocation of one user's Sign in with Apple grant (for scripts and operators).",
+        abstract: "Queue the revocation of one user's sign-in grant (for scripts and operators).",
         discussion: """
-            Stores the user's Apple credential sealed in PostgreSQL; a worker revokes it at Apple and records \
+            Stores the user's credential sealed in PostgreSQL; a worker revokes it at its provider (Apple unless \
+            --provider names another) and records \
             every step in the audit trail (actor cli:<your login>). The credential is read from a file or from \
             standard input, never from the command line, where it would end up in shell history and process lists.
 
@@ -37,6 +38,12 @@ struct EnqueueCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigurationOptions
 
     @Option(
+        name: .customLong("provider"),
+        help: ArgumentHelp("The sign-in provider that issued the grant: apple (the default) or another configured one.", valueName: "name")
+    )
+    var provider: String = NewRevocation.defaultProvider
+
+    @Option(
         name: .customLong("client-id"),
         help: ArgumentHelp("The app's client_id (bundle id or Services ID) as configured in Revoker.", valueName: "client-id")
     )
@@ -52,9 +59,9 @@ struct EnqueueCommand: AsyncParsableCommand {
     var reference: String
 
     @Option(
-        name: .customLong("apple-user-id"),
+        name: [.customLong("user-id"), .customLong("apple-user-id")],
         help: ArgumentHelp(
-            "Apple's user id (the id_token's sub), when known: a grant of another user is then never revoked.",
+            "The user's id at the provider (the id_token's sub), when known: a grant of another user is then never revoked.",
             valueName: "sub"
         )
     )
@@ -126,9 +133,13 @@ struct EnqueueCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .all)
-        guard let app = configuration.apps[clientID] else {
-            let known = configuration.apps.keys.sorted().joined(separator: ", ")
-            throw fail("The --client-id is not a configured app (configured: \(known)). Nothing was stored.")
+        guard let served = configuration.clientIDsByProvider[provider] else {
+            let known = configuration.clientIDsByProvider.keys.sorted().joined(separator: ", ")
+            throw fail("--provider is not a configured provider (configured: \(known)). Nothing was stored.")
+        }
+        guard served.contains(clientID) else {
+            let known = served.sorted().joined(separator: ", ")
+            throw fail("The --client-id is not a configured \(provider) app (configured: \(known)). Nothing was stored.")
         }
         guard let kind = Self.kinds[kind] else { throw Exit.couldNotRun }
         let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
@@ -136,7 +147,8 @@ struct EnqueueCommand: AsyncParsableCommand {
         let new: NewRevocation
         do {
             new = try NewRevocation(
-                clientID: app.apple.clientID,
+                provider: provider,
+                clientID: clientID,
                 externalReference: reference,
                 appleUserID: appleUserID,
                 credential: Credential(kind: kind, secret: secret),
@@ -242,9 +254,10 @@ struct EnqueueCommand: AsyncParsableCommand {
     /// Where a field of a new revocation comes from on this command line.
     static func place(of field: NewRevocation.Field) -> String {
         switch field {
+        case .provider: "--provider"
         case .clientID: "--client-id"
         case .externalReference: "--reference"
-        case .appleUserID: "--apple-user-id"
+        case .appleUserID: "--user-id"
         case .credential: "The credential"
         case .redirectURI: "--redirect-uri"
         case .maxAttempts: "--max-attempts"

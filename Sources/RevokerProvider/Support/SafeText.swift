@@ -1,11 +1,11 @@
 import Foundation
 
 /// Makes text that came from the network safe to log, store and show.
-enum SafeText {
-    static let maximumDescriptionLength = 256
+public enum SafeText {
+    public static let maximumDescriptionLength = 256
 
-    /// Apple's error codes are short snake_case words; anything else is not trusted as one.
-    static func errorCode(_ raw: String) -> String? {
+    /// OAuth error codes are short snake_case words; anything else is not trusted as one.
+    public static func errorCode(_ raw: String) -> String? {
         guard !raw.isEmpty, raw.utf8.count <= 64,
             raw.utf8.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || $0 == UInt8(ascii: "_") })
         else { return nil }
@@ -13,7 +13,7 @@ enum SafeText {
     }
 
     /// Strips control characters, removes any value we sent, and bounds the length.
-    static func bounded(_ raw: String, scrubbing secrets: [String]) -> String {
+    public static func bounded(_ raw: String, scrubbing secrets: [String]) -> String {
         var text = String(String.UnicodeScalarView(raw.unicodeScalars.filter { !$0.properties.generalCategory.isControl }))
         for secret in secrets where secret.count >= 4 {
             text = text.replacingOccurrences(of: secret, with: "[redacted]")

@@ -1,4 +1,4 @@
-/// `application/x-www-form-urlencoded` encoding as Apple's endpoints expect it.
+/// `application/x-www-form-urlencoded` encoding as the providers' token endpoints expect it.
 ///
 /// Hand-written because the body carries secrets: nothing here logs or keeps them.
 public enum FormEncoding {

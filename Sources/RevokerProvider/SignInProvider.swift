@@ -1,0 +1,93 @@
+/// A sign-in provider as the worker uses it: per app, prove a grant live and whose it is, then
+/// revoke it. Apple and Google are each a target that implements this and a registration in
+/// `RevokerApp`; the worker, the store and the API know providers only by ``ProviderName``.
+public protocol SignInProvider: Sendable {
+    /// The name requests carry.
+    var name: ProviderName { get }
+    /// The configured app with this client_id, or nil when this provider has none.
+    func app(clientID: String) -> (any ProviderApp)?
+}
+
+/// One configured app of a provider: the calls the worker makes on its behalf.
+///
+/// Every call throws ``ProviderFailure`` for the provider's refusals and for transport
+/// failures; anything else it throws is treated as a transient failure.
+public protocol ProviderApp: Sendable {
+    /// The app's client_id as requests name it.
+    var clientID: String { get }
+    /// The token endpoint as the audit trail and metrics name it (a path such as `/auth/token`).
+    var tokenEndpoint: String { get }
+    /// The revoke endpoint as the audit trail and metrics name it.
+    var revokeEndpoint: String { get }
+    /// Exchanges an authorization code (single use) for tokens and checks the identity token
+    /// that comes with them. `redirectURI` is the one the code was issued for, when known.
+    func exchange(code: String, redirectURI: String?) async throws -> GrantProof
+    /// Proves a refresh token live and says whose it is, without revoking it.
+    func prove(refreshToken: String) async throws -> GrantProof
+    /// Revokes a token.
+    func revoke(token: String, kind: GrantTokenKind) async throws
+    /// Checks that the provider accepts the app's own credentials, without touching a grant:
+    /// throws a `configurationFault` failure while it does not.
+    func probe() async throws
+}
+
+/// The kind of token a revoke is given.
+public enum GrantTokenKind: String, Sendable, Hashable {
+    case refreshToken = "refresh_token"
+    case accessToken = "access_token"
+}
+
+/// What proving a grant established.
+public struct GrantProof: Sendable, CustomStringConvertible {
+    /// A refresh token issued for an exchanged code: stored (sealed) before the revoke, so that
+    /// a retry never re-sends the spent code.
+    public var refreshToken: String?
+    /// An access token issued for an exchanged code, revoked when no refresh token came.
+    public var accessToken: String?
+    /// Whose grant it is.
+    public var identity: IdentityCheck
+
+    public init(refreshToken: String? = nil, accessToken: String? = nil, identity: IdentityCheck) {
+        self.refreshToken = refreshToken
+        self.accessToken = accessToken
+        self.identity = identity
+    }
+
+    public var description: String {
+        "GrantProof(refresh_token: \(refreshToken == nil ? "absent" : "redacted"), access_token: \(accessToken == nil ? "absent" : "redacted"), identity: \(identity))"
+    }
+}
+
+/// What the identity token that came with a grant said about its user.
+public enum IdentityCheck: Sendable, Hashable {
+    /// Verified completely (signature by `kid`, `alg`, `iss`, `aud`, times); `subject` is its `sub`.
+    case verified(subject: String)
+    /// No identity token came back.
+    case absent
+    /// An identity token came back and did not verify; `code` names why (a bounded word).
+    case unverifiable(code: String)
+}
+
+/// The providers one process serves, by name.
+public struct SignInProviders: Sendable {
+    /// The providers, by name.
+    public let all: [ProviderName: any SignInProvider]
+
+    /// Registers each provider under its name; a later one of the same name replaces an earlier.
+    public init(_ providers: [any SignInProvider]) {
+        self.all = Dictionary(providers.map { ($0.name, $0) }, uniquingKeysWith: { _, later in later })
+    }
+
+    public subscript(name: ProviderName) -> (any SignInProvider)? { all[name] }
+
+    /// The app a request names, or nil when its provider or its client_id is not configured here.
+    public func app(provider: ProviderName, clientID: String) -> (any ProviderApp)? {
+        all[provider]?.app(clientID: clientID)
+    }
+
+    /// The app with this client_id at whichever provider has it (the configuration keeps
+    /// client_ids unique across providers, so there is at most one).
+    public func app(clientID: String) -> (any ProviderApp)? {
+        all.keys.sorted().lazy.compactMap { all[$0]?.app(clientID: clientID) }.first
+    }
+}

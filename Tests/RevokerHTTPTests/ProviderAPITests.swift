@@ -1,0 +1,97 @@
+import AppleSignInSandbox
+import Foundation
+import NIOHTTP1
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import RevokerWorker
+import Testing
+
+/// A request names its provider; Apple is the default, and nothing else is accepted unless configured.
+@Suite("HTTP API: providers")
+struct ProviderAPITests {
+    @Test func appleIsTheDefaultAndUnconfiguredProvidersAreRefusedByName() async throws {
+        try await APIHarness.with { api in
+            let (_, token) = try await api.mintRefreshToken(subject: "user-p")
+            let plain: [String: Any] = [
+                "client_id": "com.example.notes", "external_reference": "account-p", "refresh_token": token, "user_id": "user-p",
+            ]
+            let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: plain)
+            #expect(created.status == 202, "\(created.text)")
+            #expect(created.json["provider"] as? String == "apple")
+            #expect(created.json["user_id"] as? String == "user-p")
+            #expect(created.json["apple_user_id"] as? String == "user-p", "Apple's requests keep the older field")
+
+            var named = plain
+            named["provider"] = "apple"
+            let replay = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: named)
+            #expect(replay.status == 200, "naming the default is the same request")
+            #expect(replay.json["id"] as? String == created.json["id"] as? String)
+
+            let cases: [(String, Any, String)] = [
+                ("provider", "google", "provider"),
+                ("provider", "Apple", "provider"),
+                ("provider", "", "provider"),
+                ("apple_user_id", "user-p", "apple_user_id"),
+            ]
+            for (field, value, named) in cases {
+                var body = plain
+                body["external_reference"] = "account-refused"
+                body[field] = value
+                let refused = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: body)
+                #expect(refused.status == 422, "\(field)=\(value): \(refused.text)")
+                #expect(refused.json["field"] as? String == named, "\(refused.text)")
+                #expect(!refused.text.contains(token))
+            }
+            #expect(try await api.storedCount() == 1)
+
+            let byProvider = try await api.call(.GET, "/v1/revocations?provider=apple&user_id=user-p", key: api.keys.reader)
+            #expect((byProvider.json["revocations"] as? [Any])?.count == 1)
+            let none = try await api.call(.GET, "/v1/revocations?provider=google", key: api.keys.reader)
+            #expect((none.json["revocations"] as? [Any])?.count == 0)
+
+            _ = try await api.stack.drain()
+            let events = try await AppleNotificationsAPITests.feed(api, key: api.keys.admin, count: 1)
+            let final = try #require(events.first { $0["type"] as? String == "revocation.succeeded" })
+            let data = try #require(final["data"] as? [String: Any])
+            #expect(data["provider"] as? String == "apple")
+            #expect(data["apple_user_id"] as? String == "user-p")
+            let enqueued = try await api.stack.audit().first { $0.event == "enqueued" }
+            #expect(enqueued?.detail == "provider=apple kind=refresh_token")
+        }
+    }
+
+    /// A request whose provider this worker does not serve (written by SQL, or enqueued before a
+    /// provider was removed from the configuration) ends `client_misconfigured`, without a call.
+    @Test func aRequestOfAProviderTheWorkerDoesNotServeFailsAsMisconfigured() async throws {
+        try await APIHarness.with { api in
+            let (grantID, token) = try await api.mintRefreshToken(subject: "user-q")
+            let new = try NewRevocation(
+                provider: "google",
+                clientID: "com.example.notes",
+                externalReference: "account-q",
+                credential: Credential(kind: .refreshToken, secret: token)
+            )
+            let request = try await api.stack.queue.enqueue(new, actor: "test").request
+            #expect(request.provider == "google")
+            _ = try await api.stack.drain()
+            let finished = try #require(try await api.stack.queue.request(id: request.id))
+            #expect(finished.outcome == .clientMisconfigured)
+            #expect(finished.lastErrorCode == "unknown_client_id")
+            let grant = try await api.stack.sandbox.admin.grant(grantID)
+            #expect(grant.validations == 0 && grant.revokeCalls == 0, "the Apple app of the same client_id is not called")
+        }
+    }
+
+    @Test func aProviderNameHasOneShape() {
+        for name in ["apple", "google", "a", "x_1", String(repeating: "a", count: 32)] {
+            #expect(NewRevocation.isProviderName(name), "\(name)")
+        }
+        for name in ["", "Apple", "1apple", "_a", "apple-id", "apple ", String(repeating: "a", count: 33), "äpple"] {
+            #expect(!NewRevocation.isProviderName(name), "\(name)")
+            #expect(throws: NewRevocation.Invalid.self) {
+                try NewRevocation(provider: name, clientID: "c", externalReference: "r", credential: Credential(kind: .refreshToken, secret: "t"))
+            }
+        }
+    }
+}
