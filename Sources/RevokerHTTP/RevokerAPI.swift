@@ -224,6 +224,10 @@ public struct RevokerAPI: Sendable {
             }
             state = parsed
         }
+        let provider = try query.string("provider")
+        if let provider, !NewRevocation.isProviderName(provider) {
+            throw APIProblem.badRequest("A provider's name is 1 to 32 characters of a-z, 0-9 and _, starting with a letter.", field: "provider")
+        }
         var filter = RevocationFilter(
             clientID: try query.string("client_id"),
             externalReference: try query.string("external_reference"),
@@ -231,7 +235,7 @@ public struct RevokerAPI: Sendable {
             state: state,
             createdBefore: try query.date("created_before"),
             limit: try query.integer("limit", range: 1...1000) ?? 100,
-            provider: try query.string("provider")
+            provider: provider
         )
         if let clientID = filter.clientID { try caller.require(clientID) }
         filter.clientIDs = caller.filter

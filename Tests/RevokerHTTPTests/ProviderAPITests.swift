@@ -49,6 +49,8 @@ struct ProviderAPITests {
             #expect((byProvider.json["revocations"] as? [Any])?.count == 1)
             let none = try await api.call(.GET, "/v1/revocations?provider=google", key: api.keys.reader)
             #expect((none.json["revocations"] as? [Any])?.count == 0)
+            let malformed = try await api.call(.GET, "/v1/revocations?provider=0.5", key: api.keys.reader)
+            #expect(malformed.status == 400 && malformed.json["field"] as? String == "provider", "\(malformed.text)")
 
             _ = try await api.stack.drain()
             let events = try await AppleNotificationsAPITests.feed(api, key: api.keys.admin, count: 1)
