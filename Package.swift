@@ -136,6 +136,7 @@ let package = Package(
             name: "RevokerHTTP",
             dependencies: [
                 "AppleSignIn",
+                "RevokerProvider",
                 "RevokerEvidence",
                 "RevokerStore",
                 .product(name: "CoreMetrics", package: "swift-metrics"),

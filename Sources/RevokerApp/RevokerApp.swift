@@ -110,29 +110,31 @@ public struct RevokerApp: Sendable {
             )
             services.append(.init(service: AfterStartup(check: startup, service: checkpoints), serviceName: "audit-checkpoints"))
         }
-        // One pool to Apple and one cache of Apple's keys for the worker's identity tokens and
-        // the API's notifications.
-        var pool: AppleClient?
+        // One pool to Apple and one cache of Apple's keys for the worker's identity tokens, the
+        // API's notifications and the identity tokens requests carry.
         var appleKeys: AppleKeySet?
-        if parts.contains(.worker) || (parts.contains(.api) && configuration.appleNotifications != nil) {
+        var providers = SignInProviders([])
+        // An API without Apple apps or notifications has nothing to ask Apple.
+        if parts.contains(.worker) || (parts.contains(.api) && (configuration.appleNotifications != nil || !configuration.apps.isEmpty)) {
             let client = Self.makeAppleClient(configuration, logger: logger)
             services.append(.init(service: HTTPClientService(client: client.httpClient), serviceName: "apple-http-client"))
-            pool = client
-            appleKeys = AppleKeySet(client: client)
-        }
-        if parts.contains(.worker), let pool {
-            let apple: AppleProvider
+            let keys = AppleKeySet(client: client)
+            appleKeys = keys
             do {
-                apple = try await AppleProvider(
-                    apps: configuration.apps.values,
-                    clientSecretLifetime: configuration.worker.clientSecretLifetime,
-                    client: pool,
-                    keys: appleKeys
-                )
+                providers = SignInProviders([
+                    try await AppleProvider(
+                        apps: configuration.apps.values,
+                        clientSecretLifetime: configuration.worker.clientSecretLifetime,
+                        client: client,
+                        keys: keys
+                    )
+                ])
             } catch let error as AppleSignInError {
-                try? await pool.httpClient.shutdown()
+                try? await client.httpClient.shutdown()
                 throw RevokerAppError(.configuration, error.message)
             }
+        }
+        if parts.contains(.worker) {
             // Beside the API the worker records into the registry `/metrics` exports; alone it
             // records through the process's metrics system (a no-op unless bootstrapped), as
             // nothing would read the registry.
@@ -140,7 +142,7 @@ public struct RevokerApp: Sendable {
             let owner = RevocationWorker.defaultOwner()
             let worker = RevocationWorker(
                 queue: queue,
-                providers: SignInProviders([apple]),
+                providers: providers,
                 settings: configuration.worker,
                 mode: workerMode,
                 owner: owner,
@@ -197,6 +199,7 @@ public struct RevokerApp: Sendable {
                 queue: queue,
                 settings: configuration.http,
                 clientIDs: configuration.clientIDsByProvider,
+                providers: providers,
                 defaultMaxAttempts: configuration.worker.maxAttempts,
                 registry: metrics,
                 appleNotifications: notifications,
@@ -294,6 +297,28 @@ public struct RevokerApp: Sendable {
         } catch {
             try? await client.httpClient.shutdown()
             throw error
+        }
+    }
+
+    /// Runs `body` with the configured providers (for a one-shot command), their connections
+    /// closed afterwards.
+    public static func withProviders<T>(
+        _ configuration: RevokerConfiguration,
+        logger: Logger,
+        _ body: (SignInProviders) async throws -> T
+    ) async throws -> T {
+        try await withAppleClient(configuration, logger: logger) { client in
+            let apple: AppleProvider
+            do {
+                apple = try await AppleProvider(
+                    apps: configuration.apps.values,
+                    clientSecretLifetime: configuration.worker.clientSecretLifetime,
+                    client: client
+                )
+            } catch let error as AppleSignInError {
+                throw RevokerAppError(.configuration, error.message)
+            }
+            return try await body(SignInProviders([apple]))
         }
     }
 

@@ -8,6 +8,7 @@ import NIOCore
 import PostgresNIO
 import Prometheus
 import RevokerEvidence
+import RevokerProvider
 import RevokerStore
 
 /// The HTTP API of `revoker serve`: enqueue and inspect revocations, read the audit trail,
@@ -25,6 +26,7 @@ public struct RevokerAPI: Sendable {
     let webhookApps: [String: Set<String>]
     let database: PostgresClient
     let clientIDs: [String: Set<String>]
+    let providers: SignInProviders
     let settings: HTTPSettings
     let defaultMaxAttempts: Int
     let keys: APIKeys
@@ -35,6 +37,7 @@ public struct RevokerAPI: Sendable {
     /// - Parameters:
     ///   - queue: where enqueued requests go (its sealer seals their credentials).
     ///   - clientIDs: the apps a request may name, by provider (`apple`, `google`).
+    ///   - providers: verify the identity tokens a request may carry instead of a user id.
     ///   - defaultMaxAttempts: for a request that names none.
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
     ///   - appleNotifications: verifies Apple's notifications; without it they are not received.
@@ -46,6 +49,7 @@ public struct RevokerAPI: Sendable {
         queue: RevocationQueue,
         settings: HTTPSettings,
         clientIDs: [String: Set<String>],
+        providers: SignInProviders = SignInProviders([]),
         defaultMaxAttempts: Int,
         registry: PrometheusCollectorRegistry,
         appleNotifications: AppleNotificationVerifier? = nil,
@@ -65,6 +69,7 @@ public struct RevokerAPI: Sendable {
         self.deliveries = WebhookDeliveries(client: database, logger: logger)
         self.appleNotifications = appleNotifications
         self.clientIDs = clientIDs
+        self.providers = providers
         self.settings = settings
         self.defaultMaxAttempts = defaultMaxAttempts
         self.keys = APIKeys(keys: settings.apiKeys)
@@ -139,7 +144,7 @@ public struct RevokerAPI: Sendable {
         ("authorization_code", .authorizationCode), ("refresh_token", .refreshToken), ("access_token", .accessToken),
     ]
     static let enqueueFields: Set<String> = [
-        "provider", "client_id", "external_reference", "user_id", "apple_user_id", "authorization_code", "refresh_token", "access_token",
+        "provider", "client_id", "external_reference", "user_id", "apple_user_id", "id_token", "authorization_code", "refresh_token", "access_token",
         "redirect_uri",
         "max_attempts",
     ]
@@ -164,32 +169,39 @@ public struct RevokerAPI: Sendable {
         let provider = try JSONInput.string(body, "provider") ?? NewRevocation.defaultProvider
         let userID = try JSONInput.string(body, "user_id")
         let appleUserID = try JSONInput.string(body, "apple_user_id")
-        if userID != nil, appleUserID != nil {
-            throw APIProblem.invalid("Give the user's id once: user_id, or apple_user_id (its older name).", field: "apple_user_id")
+        let idToken = try JSONInput.string(body, "id_token")
+        if [userID, appleUserID, idToken].compactMap({ $0 }).count > 1 {
+            throw APIProblem.invalid(
+                "Name the user once: user_id, apple_user_id (its older name) or id_token.",
+                field: idToken != nil ? "id_token" : "apple_user_id"
+            )
         }
         let redirectURI = try JSONInput.string(body, "redirect_uri")
         let maxAttempts = try JSONInput.integer(body, "max_attempts") ?? defaultMaxAttempts
-        let new: NewRevocation
-        do {
-            new = try NewRevocation(
-                provider: provider,
-                clientID: clientID,
-                externalReference: reference,
-                appleUserID: userID ?? appleUserID,
-                credential: credential,
-                redirectURI: redirectURI,
-                maxAttempts: maxAttempts
-            )
-        } catch {
-            // The credential's field is named after its kind in this API.
-            let field =
-                switch error.field {
-                case .credential: credential.kind.rawValue
-                case .appleUserID: userID != nil ? "user_id" : "apple_user_id"
-                default: error.field.rawValue
-                }
-            throw APIProblem.invalid("This field \(error.rule).", field: field)
+        func newRevocation(user: String?, userField: String) throws -> NewRevocation {
+            do {
+                return try NewRevocation(
+                    provider: provider,
+                    clientID: clientID,
+                    externalReference: reference,
+                    appleUserID: user,
+                    userFromIdentityToken: userField == "id_token",
+                    credential: credential,
+                    redirectURI: redirectURI,
+                    maxAttempts: maxAttempts
+                )
+            } catch {
+                // The credential's field is named after its kind in this API.
+                let field =
+                    switch error.field {
+                    case .credential: credential.kind.rawValue
+                    case .appleUserID: userField
+                    default: error.field.rawValue
+                    }
+                throw APIProblem.invalid("This field \(error.rule).", field: field)
+            }
         }
+        var new = try newRevocation(user: userID ?? appleUserID, userField: userID != nil ? "user_id" : "apple_user_id")
         guard let served = clientIDs[provider] else {
             throw APIProblem.invalid(
                 "No such provider is configured; configured: \(clientIDs.keys.sorted().joined(separator: ", ")).",
@@ -200,7 +212,10 @@ public struct RevokerAPI: Sendable {
             throw APIProblem.invalid("No app with this client_id is configured for this provider.", field: "client_id")
         }
         try caller.require(clientID)
-        let result = try await store { [queue] in try await queue.enqueue(new, actor: "api:\(caller.name)") }
+        if let idToken {
+            new = try newRevocation(user: try await verifiedSubject(of: idToken, provider: provider, clientID: clientID), userField: "id_token")
+        }
+        let result = try await store { [queue, new] in try await queue.enqueue(new, actor: "api:\(caller.name)") }
         switch result {
         case .created(let created):
             metrics.enqueued()
@@ -208,6 +223,23 @@ public struct RevokerAPI: Sendable {
             return try Self.json(RevocationView(created), status: .accepted)
         case .existing(let existing):
             return try Self.json(RevocationView(existing), status: .ok)
+        }
+    }
+
+    /// The `sub` of an identity token of the app, verified completely by its provider.
+    func verifiedSubject(of idToken: String, provider: String, clientID: String) async throws -> String {
+        guard idToken.utf8.count <= 16_384, let name = ProviderName(rawValue: provider), let verifier = providers[name] else {
+            throw APIProblem.invalid("This field must be an identity token of at most 16384 bytes from the request's provider.", field: "id_token")
+        }
+        do {
+            return try await verifier.verifyIdentityToken(idToken, clientID: clientID)
+        } catch let rejected as IdentityTokenRejected {
+            throw APIProblem.invalid("The identity token did not verify (\(rejected.code)): \(rejected.reason)", field: "id_token")
+        } catch let failure as ProviderFailure {
+            logger.warning("The provider's keys could not be fetched to verify an identity token", metadata: ["provider.detail": "\(failure.detail)"])
+            var problem = APIProblem(.serviceUnavailable, "The provider's keys could not be fetched to verify the identity token; try again.")
+            problem.headers[.retryAfter] = "5"
+            throw problem
         }
     }
 

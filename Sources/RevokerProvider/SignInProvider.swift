@@ -6,6 +6,29 @@ public protocol SignInProvider: Sendable {
     var name: ProviderName { get }
     /// The configured app with this client_id, or nil when this provider has none.
     func app(clientID: String) -> (any ProviderApp)?
+    /// Verifies, completely, an identity token that the app `clientID` received when the user
+    /// signed in (signature by `kid`, the one allowed `alg`, `iss`, `aud` among the app's client
+    /// IDs, times) and returns its `sub`.
+    ///
+    /// Throws ``IdentityTokenRejected`` naming what did not verify, or a transient
+    /// ``ProviderFailure`` when the provider's keys cannot be fetched.
+    func verifyIdentityToken(_ token: String, clientID: String) async throws -> String
+}
+
+/// An identity token that did not verify: a bounded `code` and a sentence safe to show (never
+/// the token).
+public struct IdentityTokenRejected: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A short snake_case word, e.g. `wrong_audience`, `expired_identity_token`.
+    public let code: String
+    /// What did not verify.
+    public let reason: String
+
+    public init(code: String, reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public var description: String { reason }
 }
 
 /// One configured app of a provider: the calls the worker makes on its behalf.

@@ -1,3 +1,4 @@
+import AppleSignInSandbox
 import Foundation
 import PostgresNIO
 import RevokerLocalStack
@@ -196,5 +197,40 @@ struct EnqueueCommandTests {
             #expect(result.stdout.contains(option), "\(option) missing from help")
         }
         #expect(!result.stdout.contains("unrecognized"))
+    }
+}
+
+@Suite("revoker enqueue --id-token-file")
+struct EnqueueIdentityTokenTests {
+    @Test("binds the request to the verified sub of the user's identity token; refuses one that does not verify")
+    func identityTokenFile() async throws {
+        try await RevokerTestStack.with(clientIDs: ["com.example.app"]) { stack in
+            let fixture = CLIFixture(database: stack.database, configuration: stack.files, environment: stack.environment)
+            let admin = stack.sandbox.admin
+            let token = randomToken()
+            let credential = try fixture.write(token)
+            let wrong = try await admin.mintIdentityToken(.init(subject: "000777.cli", audience: "com.example.other"))
+            let good = try await admin.mintIdentityToken(.init(subject: "000777.cli", audience: "com.example.app"))
+            let base = [
+                "enqueue", "--client-id", "com.example.app", "--reference", "user-t", "--kind", "refresh-token", "--credential-file", credential,
+            ]
+
+            let refused = try await fixture.run(base + ["--id-token-file", try fixture.write(wrong)])
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("wrong_audience"), "\(refused.stderr)")
+            expectNothingLeaked(refused, [token, wrong])
+            #expect(try await stack.requests().isEmpty)
+
+            let twice = try await fixture.run(base + ["--id-token-file", credential, "--user-id", "x"])
+            #expect(twice.status == 2 && twice.stderr.contains("once"), "\(twice.stderr)")
+
+            let accepted = try await fixture.run(base + ["--id-token-file", try fixture.write(good), "--json"])
+            #expect(accepted.status == 0, "\(accepted.stderr)")
+            expectNothingLeaked(accepted, [token, good])
+            let request = try #require(try await stack.requests().first)
+            #expect(request.appleUserID == "000777.cli")
+            let enqueued = try await stack.audit().first { $0.event == "enqueued" }
+            #expect(enqueued?.detail == "provider=apple kind=refresh_token user=verified_id_token")
+        }
     }
 }

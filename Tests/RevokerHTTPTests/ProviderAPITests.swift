@@ -85,6 +85,64 @@ struct ProviderAPITests {
         }
     }
 
+    /// The backend hands over the user's current identity token instead of a user id: Revoker
+    /// verifies it completely and binds the request to its `sub`; a token that does not verify
+    /// stores nothing and says why.
+    @Test func anIdentityTokenBindsTheRequestToItsVerifiedSubject() async throws {
+        try await APIHarness.with { api in
+            let admin = api.stack.sandbox.admin
+            let (grantID, token) = try await api.mintRefreshToken(subject: "user-t")
+            let idToken = try await admin.mintIdentityToken(.init(subject: "user-t", audience: "com.example.notes"))
+            api.stack.secrets.add(idToken)
+            let body: [String: Any] = ["client_id": "com.example.notes", "external_reference": "account-t", "refresh_token": token]
+
+            let refusals: [(String, String)] = [
+                (try await admin.mintIdentityToken(.init(subject: "user-t", audience: "com.example.photos")), "wrong_audience"),
+                (
+                    try await admin.mintIdentityToken(.init(subject: "user-t", audience: "com.example.notes", issuer: "https://evil.example")),
+                    "wrong_issuer"
+                ),
+                (
+                    try await admin.mintIdentityToken(.init(subject: "user-t", audience: "com.example.notes", expiresIn: -600)),
+                    "expired_identity_token"
+                ),
+                (String(idToken.dropLast(4)) + "AAAA", "invalid_signature"),
+                ("not-a-jwt", "malformed_identity_token"),
+            ]
+            for (bad, code) in refusals {
+                var refused = body
+                refused["id_token"] = bad
+                let answer = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: refused)
+                #expect(answer.status == 422, "\(code): \(answer.text)")
+                #expect(answer.json["field"] as? String == "id_token")
+                #expect((answer.json["detail"] as? String)?.contains(code) == true, "\(answer.text)")
+                #expect(!answer.text.contains(bad) && !answer.text.contains(token))
+            }
+            var both = body
+            both["id_token"] = idToken
+            both["user_id"] = "user-t"
+            #expect(try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: both).status == 422)
+            #expect(try await api.storedCount() == 0, "nothing is stored for a token that does not verify")
+
+            var good = body
+            good["id_token"] = idToken
+            let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: good)
+            #expect(created.status == 202, "\(created.text)")
+            #expect(created.json["user_id"] as? String == "user-t")
+            #expect(!created.text.contains(idToken))
+            let enqueued = try await api.stack.audit().first { $0.event == "enqueued" }
+            #expect(enqueued?.detail == "provider=apple kind=refresh_token user=verified_id_token")
+
+            // Bound to the token's user, the request revokes that user's grant and no one else's.
+            _ = try await api.stack.drain()
+            let id = try #require(created.json["id"] as? String)
+            let requestID = try #require(UUID(uuidString: id))
+            let finished = try #require(try await api.stack.queue.request(id: requestID))
+            #expect(finished.outcome == .revoked)
+            #expect(try await admin.grant(grantID).revoked)
+        }
+    }
+
     @Test func aProviderNameHasOneShape() {
         for name in ["apple", "google", "a", "x_1", String(repeating: "a", count: 32)] {
             #expect(NewRevocation.isProviderName(name), "\(name)")

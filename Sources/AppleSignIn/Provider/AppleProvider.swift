@@ -46,6 +46,17 @@ public struct AppleProvider: SignInProvider {
     }
 
     public func app(clientID: String) -> (any ProviderApp)? { apps[clientID] }
+
+    public func verifyIdentityToken(_ token: String, clientID: String) async throws -> String {
+        guard apps[clientID] != nil else {
+            throw IdentityTokenRejected(code: "unknown_client_id", reason: "No Apple app with this client_id is configured.")
+        }
+        do {
+            return try await verifier.verify(token, clientID: clientID).appleUserID
+        } catch let error as AppleSignInError {
+            throw IdentityTokenRejected(code: error.code.description, reason: error.message)
+        }
+    }
 }
 
 /// One Apple app's calls as the worker makes them: every call signs a fresh client secret.

@@ -15,6 +15,9 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
     /// The user's id at the provider (`sub`), when known; a mismatching id_token then stops
     /// the request. Named for Apple, the first provider, and kept so for every caller.
     public let appleUserID: String?
+    /// Whether ``appleUserID`` is the `sub` of an identity token Revoker verified at enqueue
+    /// (the `enqueued` audit row says so).
+    public let userFromIdentityToken: Bool
     /// The credential to revoke.
     public let credential: Credential
     /// The redirect URI an authorization code was issued for, if any.
@@ -43,6 +46,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         clientID: String,
         externalReference: String,
         appleUserID: String? = nil,
+        userFromIdentityToken: Bool = false,
         credential: Credential,
         redirectURI: String? = nil,
         maxAttempts: Int = NewRevocation.defaultMaxAttempts
@@ -72,9 +76,15 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         self.clientID = clientID
         self.externalReference = externalReference
         self.appleUserID = appleUserID
+        self.userFromIdentityToken = userFromIdentityToken && appleUserID != nil
         self.credential = credential
         self.redirectURI = redirectURI
         self.maxAttempts = maxAttempts
+    }
+
+    /// The `enqueued` audit row's detail: provider, kind, and where the user id came from.
+    var enqueuedDetail: String {
+        "provider=\(provider) kind=\(credential.kind.rawValue)" + (userFromIdentityToken ? " user=verified_id_token" : "")
     }
 
     public var description: String {

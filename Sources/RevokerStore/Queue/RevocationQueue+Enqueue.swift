@@ -32,7 +32,7 @@ extension RevocationQueue {
                     ).collect()
                     if let row = inserted.first {
                         try await AuditWriter.write(
-                            [AuditEvent(.enqueued, detail: "provider=\(new.provider) kind=\(new.credential.kind.rawValue)")],
+                            [AuditEvent(.enqueued, detail: new.enqueuedDetail)],
                             requestID: id,
                             actor: actor,
                             on: connection,

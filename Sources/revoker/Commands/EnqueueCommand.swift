@@ -2,6 +2,7 @@ import AppleSignIn
 import ArgumentParser
 import Foundation
 import Logging
+import RevokerApp
 import RevokerConfiguration
 import RevokerStore
 import RevokerWorker
@@ -68,6 +69,15 @@ struct EnqueueCommand: AsyncParsableCommand {
     var appleUserID: String?
 
     @Option(
+        name: .customLong("id-token-file"),
+        help: ArgumentHelp(
+            "Instead of --user-id: a file holding the user's current identity token from the app's sign-in; Revoker verifies it and binds the request to its sub.",
+            valueName: "path"
+        )
+    )
+    var idTokenFile: String?
+
+    @Option(
         name: .customLong("redirect-uri"),
         help: ArgumentHelp(
             "The redirect_uri the authorization code was issued for (codes from the web only; default: the app's configured one).",
@@ -126,6 +136,9 @@ struct EnqueueCommand: AsyncParsableCommand {
         if let maxAttempts, Int(maxAttempts) == nil {
             throw fail("--max-attempts must be a whole number. Nothing was stored.")
         }
+        if idTokenFile != nil, appleUserID != nil {
+            throw fail("Name the user once: --user-id or --id-token-file. Nothing was stored.")
+        }
         guard (credentialFile != nil) != credentialStdin else {
             throw fail("Give the credential with exactly one of --credential-file PATH or --credential-stdin. Nothing was stored.")
         }
@@ -144,13 +157,18 @@ struct EnqueueCommand: AsyncParsableCommand {
         guard let kind = Self.kinds[kind] else { throw Exit.couldNotRun }
         let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
         let logger = CommandLogging.logger(label: "revoker.enqueue", level: options.logLevel)
+        var userID = appleUserID
+        if let idTokenFile {
+            userID = try await Self.verifiedSubject(idTokenFile, provider: provider, clientID: clientID, configuration, logger: logger)
+        }
         let new: NewRevocation
         do {
             new = try NewRevocation(
                 provider: provider,
                 clientID: clientID,
                 externalReference: reference,
-                appleUserID: appleUserID,
+                appleUserID: userID,
+                userFromIdentityToken: idTokenFile != nil,
                 credential: Credential(kind: kind, secret: secret),
                 redirectURI: redirectURI,
                 maxAttempts: maxAttempts.flatMap { Int($0) } ?? configuration.worker.maxAttempts
@@ -187,6 +205,39 @@ struct EnqueueCommand: AsyncParsableCommand {
             print(
                 "Already enqueued: \(request.id.uuidString.lowercased()) (existing live request with the same credential, state \(request.state)); nothing new was stored."
             )
+        }
+    }
+
+    /// The `sub` of the identity token in `file`, verified completely by the provider.
+    static func verifiedSubject(
+        _ file: String,
+        provider: String,
+        clientID: String,
+        _ configuration: RevokerConfiguration,
+        logger: Logger
+    ) async throws -> String {
+        guard let handle = FileHandle(forReadingAtPath: file), let data = try? handle.read(upToCount: 16_385), data.count <= 16_384,
+            let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty
+        else {
+            throw fail(
+                "--id-token-file must be a readable file holding one identity token of at most 16384 bytes (path not shown). Nothing was stored."
+            )
+        }
+        try? handle.close()
+        let token = text
+        return try await RevokerApp.withProviders(configuration, logger: logger) { providers in
+            guard let name = ProviderName(rawValue: provider), let verifier = providers[name] else {
+                throw fail("--provider \(provider) cannot verify identity tokens here. Nothing was stored.")
+            }
+            do {
+                return try await verifier.verifyIdentityToken(token, clientID: clientID)
+            } catch let rejected as IdentityTokenRejected {
+                throw fail("The identity token did not verify (\(rejected.code)): \(rejected.reason) Nothing was stored.")
+            } catch let failure as ProviderFailure {
+                throw fail(
+                    "The provider's keys could not be fetched to verify the identity token (\(failure.detail)); try again. Nothing was stored."
+                )
+            }
         }
     }
 
