@@ -15,6 +15,9 @@ let package = Package(
         .library(name: "RevokerProvider", targets: ["RevokerProvider"]),
         .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
         .library(name: "AppleSignInSandbox", targets: ["AppleSignInSandbox"]),
+        .library(name: "ProviderSandbox", targets: ["ProviderSandbox"]),
+        .library(name: "GoogleSignIn", targets: ["GoogleSignIn"]),
+        .library(name: "GoogleSignInSandbox", targets: ["GoogleSignInSandbox"]),
         .library(name: "RevokerEvidence", targets: ["RevokerEvidence"]),
         .library(name: "RevokerStore", targets: ["RevokerStore"]),
         .library(name: "RevokerHTTP", targets: ["RevokerHTTP"]),
@@ -47,6 +50,7 @@ let package = Package(
             name: "RevokerProvider",
             dependencies: [
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -68,9 +72,52 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
+            name: "GoogleSignIn",
+            dependencies: [
+                "RevokerProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "GoogleSignInSandbox",
+            dependencies: [
+                "GoogleSignIn",
+                "ProviderSandbox",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ProviderSandbox",
+            dependencies: [
+                "RevokerProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "AppleSignInSandbox",
             dependencies: [
                 "AppleSignIn",
+                "ProviderSandbox",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -158,6 +205,7 @@ let package = Package(
             name: "RevokerConfiguration",
             dependencies: [
                 "AppleSignIn",
+                "GoogleSignIn",
                 "RevokerEvents",
                 "RevokerEvidence",
                 "RevokerHTTP",
@@ -171,6 +219,7 @@ let package = Package(
             name: "RevokerApp",
             dependencies: [
                 "AppleSignIn",
+                "GoogleSignIn",
                 "RevokerEvents",
                 "RevokerEvidence",
                 "RevokerConfiguration",
@@ -193,6 +242,8 @@ let package = Package(
                 "RevokerEvidence",
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignIn",
+                "GoogleSignInSandbox",
                 "RevokerConfiguration",
                 "RevokerStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -224,6 +275,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignIn",
+                "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
                 "RevokerEvents",
@@ -265,6 +318,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignIn",
+                "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerBench",
                 "RevokerConfiguration",
@@ -307,6 +362,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "GoogleSignInTests",
+            dependencies: [
+                "GoogleSignIn",
+                "GoogleSignInSandbox",
+                "ProviderSandbox",
+                "RevokerLocalStack",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "AppleSignInSandboxTests",
             dependencies: [
                 "AppleSignIn",
@@ -325,6 +394,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignIn",
+                "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
                 "RevokerLocalStack",
@@ -342,6 +413,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
                 "RevokerEvidence",
@@ -384,6 +456,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignInSandbox",
                 "RevokerConfiguration",
                 "RevokerEvidence",
                 "RevokerLocalStack",

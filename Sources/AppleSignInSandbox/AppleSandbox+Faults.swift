@@ -18,35 +18,8 @@ extension AppleSandbox {
         now: Date,
         context: SandboxRequestContext
     ) async throws -> Response? {
-        if faults.latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(faults.latencyMilliseconds)) }
-        guard let fault = faults.fault(for: Double.random(in: 0..<1)) else { return nil }
-        switch fault {
-        case .internalError:
-            await state.record(endpoint: endpoint, status: 500, error: nil, grantID: grantID, now: now)
-            return Response(
-                status: .internalServerError,
-                headers: [.contentType: "text/html"],
-                body: .init(byteBuffer: ByteBuffer(string: "<html><body>Internal Server Error</body></html>"))
-            )
-        case .unavailable:
-            await state.record(endpoint: endpoint, status: 503, error: nil, grantID: grantID, now: now)
-            return Response(
-                status: .serviceUnavailable,
-                headers: [.contentType: "text/html"],
-                body: .init(byteBuffer: ByteBuffer(string: "<html><body>Service Unavailable</body></html>"))
-            )
-        case .throttle:
-            await state.record(endpoint: endpoint, status: 429, error: nil, grantID: grantID, now: now)
-            return Response(status: .tooManyRequests, headers: [.retryAfter: "\(faults.retryAfterSeconds)"])
-        case .hang:
-            await state.record(endpoint: endpoint, status: 0, error: "hang", grantID: grantID, now: now)
-            // Until the client gives up; a shutting-down sandbox stops hanging at once.
-            try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
-            throw HTTPError(.gatewayTimeout)
-        case .drop:
-            await state.record(endpoint: endpoint, status: 0, error: "drop", grantID: grantID, now: now)
-            try await context.channel.close()
-            throw HTTPError(.internalServerError)
+        try await faults.inject(context: context) { status, error in
+            await state.record(endpoint: endpoint, status: status, error: error, grantID: grantID, now: now)
         }
     }
 

@@ -12,7 +12,7 @@ import NIOHTTP1
 extension AppleSandbox {
     func sendNotification(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let body = try await request.decode(as: SandboxAdmin.Notification.self, context: context)
-        let jti = "sbx" + SandboxState.randomHex().prefix(24)
+        let jti = "sbx" + SandboxRandom.hex().prefix(24)
         let payload = try await notificationJWS(body, jti: jti, now: Date())
         if AppleNotificationType(rawValue: body.type)?.endsGrants == true, (body.variant ?? .genuine) == .genuine {
             // What the user did at Apple happens whether or not the receiver listens.
@@ -40,10 +40,8 @@ extension AppleSandbox {
         var claims: [String: Any] = [
             "iss": AppleIdentityClaims.appleIssuer, "aud": body.clientID, "iat": issuedAt, "jti": jti, "events": eventText,
         ]
-        let kid = await identityTokens.currentKeyID
-        var header: [String: Any] = ["alg": "RS256", "kid": kid]
         switch variant {
-        case .genuine, .forged, .unknownKey: break
+        case .genuine, .forged, .unknownKey, .algorithmNone, .hmacWithPublicKey: break
         case .expired:
             claims["iat"] = issuedAt - 2 * 86_400
             claims["exp"] = issuedAt - 3600
@@ -51,24 +49,16 @@ extension AppleSandbox {
         case .wrongAudience: claims["aud"] = body.clientID + ".other"
         case .wrongIssuer: claims["iss"] = "https://account.apple.com"
         case .malformedEvents: claims["events"] = event
-        case .algorithmNone:
-            header["alg"] = "none"
-            return try SandboxIdentityTokens.segment(header) + "." + SandboxIdentityTokens.segment(claims) + "."
-        case .hmacWithPublicKey:
-            header["alg"] = "HS256"
-            let input = try SandboxIdentityTokens.segment(header) + "." + SandboxIdentityTokens.segment(claims)
-            let mac = HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: SymmetricKey(data: await identityTokens.currentJWK))
-            return input + "." + Data(mac).base64URLEncoded
         }
-        switch variant {
-        case .forged:
-            return try await identityTokens.signRS256(header: header, claims: claims, unpublished: true)
-        case .unknownKey:
-            header["kid"] = "sbx-unpublished"
-            return try await identityTokens.signRS256(header: header, claims: claims, unpublished: true)
-        default:
-            return try await identityTokens.signRS256(header: header, claims: claims)
-        }
+        let signature: SandboxSigningKeys.Signature =
+            switch variant {
+            case .forged: .forged
+            case .unknownKey: .unknownKey
+            case .algorithmNone: .algorithmNone
+            case .hmacWithPublicKey: .hmacWithPublicKey
+            default: .genuine
+            }
+        return try await identityTokens.sign(claims: claims, signature)
     }
 
     static func post(_ message: Data, to url: String, jti: String) async throws -> SandboxAdmin.NotificationDelivery {

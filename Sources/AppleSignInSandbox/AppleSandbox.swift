@@ -6,6 +6,7 @@ import JWTKit
 import Logging
 import NIOCore
 import NIOFoundationCompat
+@_exported import ProviderSandbox
 import ServiceLifecycle
 
 /// A local stand-in for appleid.apple.com, strict where Apple is strict.
@@ -42,24 +43,28 @@ public struct AppleSandbox: Sendable {
 
     public let configuration: Configuration
     let state: SandboxState
-    let identityTokens: SandboxIdentityTokens
+    let identityTokens: SandboxSigningKeys
     let notifications = SentNotifications()
 
     public init(configuration: Configuration = .init()) async throws {
         self.configuration = configuration
         self.state = SandboxState(faults: configuration.faults)
-        self.identityTokens = try await SandboxIdentityTokens()
+        self.identityTokens = try await SandboxSigningKeys()
     }
 
-    /// An application serving the sandbox; `onServerRunning` receives the bound port (pass port 0 for any free one).
+    /// An application serving the sandbox, and `others` under their prefixes; `onServerRunning`
+    /// receives the bound port (pass port 0 for any free one).
     public func application(
         host: String = "127.0.0.1",
         port: Int = 0,
         logger: Logger = Logger(label: "revoker.sandbox"),
+        beside others: any MountableSandbox...,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
-        Application(
-            router: router(),
+        let router = router()
+        for other in others { other.addRoutes(to: router) }
+        return Application(
+            router: router,
             configuration: .init(address: .hostname(host, port: port), serverName: "AppleSignInSandbox"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger
@@ -109,18 +114,10 @@ public struct AppleSandbox: Sendable {
 
     /// The parsed form; an `invalid_request` answer is thrown when the call is not shaped as Apple requires.
     private func form(of request: Request, endpoint: String, now: Date) async throws -> [String: String] {
-        if let query = request.uri.query, let fields = FormEncoding.decode(query), !Self.secretParameters.isDisjoint(with: fields.keys) {
-            throw await rejection("invalid_request", endpoint, nil, now, "secrets must be sent in the body, not the query string")
+        switch try await SandboxForm.fields(of: request, secretParameters: Self.secretParameters) {
+        case .success(let fields): return fields
+        case .failure(let problem): throw await rejection("invalid_request", endpoint, nil, now, problem.reason)
         }
-        let mediaType = request.headers[.contentType]?.split(separator: ";").first?.lowercased().filter { $0 != " " }
-        guard mediaType == FormEncoding.contentType else {
-            throw await rejection("invalid_request", endpoint, nil, now, "the body must be \(FormEncoding.contentType)")
-        }
-        let body = try await request.body.collect(upTo: 64 * 1024)
-        guard let fields = FormEncoding.decode(String(buffer: body)) else {
-            throw await rejection("invalid_request", endpoint, nil, now, "the body is not a valid form")
-        }
-        return fields
     }
 
     func token(_ request: Request, context: SandboxRequestContext) async throws -> Response {
@@ -217,16 +214,11 @@ public struct AppleSandbox: Sendable {
     }
 
     static func appleError(_ code: String, description: String? = nil) -> Response {
-        var body = ["error": code]
-        if let description { body["error_description"] = description }
-        return json(body, status: .badRequest)
+        SandboxJSON.oauthError(code, description: description)
     }
 
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: data)))
+        SandboxJSON.response(value, status: status)
     }
 
 }

@@ -3,22 +3,18 @@ import Foundation
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import ProviderSandbox
 
 /// Drives a running sandbox's admin surface over HTTP: what tests, the demo and the benchmark use.
 public struct AppleSandboxAdmin: Sendable {
     /// An admin call the sandbox refused.
-    public struct Failure: Error, CustomStringConvertible {
-        public var path: String
-        public var status: Int
-        public var description: String { "The sandbox answered \(status) to \(path)." }
-    }
+    public typealias Failure = SandboxAdminFailure
 
-    public let baseURL: String
-    let httpClient: HTTPClient
+    let transport: SandboxAdminTransport
+    public var baseURL: String { transport.baseURL }
 
     public init(baseURL: String, httpClient: HTTPClient = .shared) {
-        self.baseURL = baseURL
-        self.httpClient = httpClient
+        self.transport = SandboxAdminTransport(baseURL: baseURL, httpClient: httpClient)
     }
 
     /// Registers an app and the public half of its key.
@@ -94,19 +90,10 @@ public struct AppleSandboxAdmin: Sendable {
     }
 
     private func send(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = [String: String]?.none) async throws -> ByteBuffer {
-        var request = HTTPClientRequest(url: baseURL + path)
-        request.method = method
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(body)))
-        }
-        let response = try await httpClient.execute(request, timeout: .seconds(30))
-        let data = try await response.body.collect(upTo: 256 * 1024 * 1024)
-        guard (200..<300).contains(response.status.code) else { throw Failure(path: path, status: Int(response.status.code)) }
-        return data
+        try await transport.send(method, path, body: body)
     }
 
     private func decode<T: Decodable>(_ buffer: ByteBuffer, as type: T.Type = T.self) throws -> T {
-        try JSONDecoder().decode(T.self, from: buffer)
+        try transport.decode(buffer, as: type)
     }
 }

@@ -57,20 +57,3 @@ enum ClientSecretCheck {
         return nil
     }
 }
-
-extension Data {
-    /// Decodes unpadded base64url, byte by byte (this runs on every sandbox call).
-    init?(base64URL text: Substring) {
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(text.utf8.count + 3)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "-"): bytes.append(UInt8(ascii: "+"))
-            case UInt8(ascii: "_"): bytes.append(UInt8(ascii: "/"))
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "="), count: (4 - bytes.count % 4) % 4))
-        self.init(base64Encoded: Data(bytes))
-    }
-}

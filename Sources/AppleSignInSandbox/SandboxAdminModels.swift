@@ -1,5 +1,5 @@
-/// Admin request and response bodies (`/sandbox/*`), shared by the server and ``AppleSandboxAdmin``.
-public enum SandboxAdmin {
+/// Apple's admin request and response bodies (`/sandbox/*`), shared by the server and ``AppleSandboxAdmin``.
+extension SandboxAdmin {
     /// `POST /sandbox/apps`: registers an app and the public half of its key.
     public struct RegisterApp: Codable, Sendable {
         enum CodingKeys: String, CodingKey {
@@ -43,16 +43,6 @@ public enum SandboxAdmin {
         }
     }
 
-    /// The minted code or token and the grant it belongs to.
-    public struct Minted: Codable, Sendable {
-        enum CodingKeys: String, CodingKey {
-            case value
-            case grantID = "grant_id"
-        }
-        public var value: String
-        public var grantID: String
-    }
-
     /// `POST /sandbox/id-tokens`: an identity token signed with the sandbox's current key, for verifier tests.
     public struct IdentityTokenRequest: Codable, Sendable {
         enum CodingKeys: String, CodingKey {
@@ -72,11 +62,6 @@ public enum SandboxAdmin {
             self.issuer = issuer
             self.expiresIn = expiresIn
         }
-    }
-
-    /// An identity token, or a key id after rotation.
-    public struct Value: Codable, Sendable {
-        public var value: String
     }
 }
 

@@ -30,7 +30,7 @@ actor SandboxState {
     private var codes: [String: String] = [:]
     private var tokens: [String: (grantID: String, kind: TokenKind)] = [:]
     private(set) var faults: SandboxFaults
-    private var statistics = SandboxStatistics(calls: 0, byOutcome: [:], lastRejection: nil)
+    private var statistics = SandboxStatistics()
 
     init(faults: SandboxFaults) {
         self.faults = faults
@@ -48,28 +48,14 @@ actor SandboxState {
 
     func newGrant(clientID: String, subject: String) -> String {
         let id = UUID().uuidString.lowercased()
-        grants[id] = Grant(
-            report: SandboxGrantReport(
-                id: id,
-                clientID: clientID,
-                subject: subject,
-                codeExchanges: 0,
-                rejectedCodeExchanges: 0,
-                validations: 0,
-                rejectedValidations: 0,
-                revoked: false,
-                revocations: 0,
-                revokeCalls: 0,
-                calls: []
-            )
-        )
+        grants[id] = Grant(report: SandboxGrantReport(id: id, clientID: clientID, subject: subject))
         grantOrder.append(id)
         return id
     }
 
     func mintCode(clientID: String, subject: String, redirectURI: String?, lifetime: TimeInterval, now: Date) -> (code: String, grantID: String) {
         let grantID = newGrant(clientID: clientID, subject: subject)
-        let code = "c" + Self.randomHex() + ".0.sandbox"
+        let code = "c" + SandboxRandom.hex() + ".0.sandbox"
         grants[grantID]?.code = code
         grants[grantID]?.codeExpiresAt = now.addingTimeInterval(lifetime)
         grants[grantID]?.codeRedirectURI = redirectURI
@@ -102,9 +88,7 @@ actor SandboxState {
 
     /// Records a call and its answer, on the grant it concerns when one is known.
     func record(endpoint: String, status: Int, error: String?, grantID: String?, now: Date, rejection: String? = nil) {
-        statistics.calls += 1
-        statistics.byOutcome["\(endpoint) \(status) \(error ?? "-")", default: 0] += 1
-        if let rejection { statistics.lastRejection = rejection }
+        statistics.count(endpoint: endpoint, status: status, error: error, rejection: rejection)
         if let grantID {
             grants[grantID]?.report.calls.append(SandboxCall(endpoint: endpoint, status: status, at: now.timeIntervalSince1970, error: error))
         }
@@ -222,19 +206,8 @@ actor SandboxState {
     }
 
     private func addToken(_ kind: TokenKind, to grantID: String) -> String {
-        let token = (kind == .refresh ? "r" : "a") + Self.randomHex() + ".0.sandbox"
+        let token = (kind == .refresh ? "r" : "a") + SandboxRandom.hex() + ".0.sandbox"
         tokens[token] = (grantID, kind)
         return token
-    }
-
-    static func randomHex() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<4).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded(to: 16) }.joined()
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to length: Int) -> String {
-        count >= length ? self : String(repeating: "0", count: length - count) + self
     }
 }

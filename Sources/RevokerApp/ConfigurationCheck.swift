@@ -1,5 +1,6 @@
 import AppleSignIn
 import Foundation
+import GoogleSignIn
 import Logging
 import RevokerConfiguration
 import RevokerStore
@@ -67,6 +68,29 @@ public enum ConfigurationCheck {
             }
         }
 
+        var googleApps: [[String: Any]] = configuration.googleApps.keys.sorted().compactMap { clientID in
+            guard let app = configuration.googleApps[clientID] else { return nil }
+            return [
+                "client_id": clientID, "audiences": app.audiences, "redirect_uri": app.defaultRedirectURI ?? NSNull(),
+                "client_secret": "loaded",
+            ]
+        }
+        if online, !googleApps.isEmpty {
+            let results = try await RevokerApp.withProviders(configuration, logger: logger) { providers in
+                var results: [String: [String: String]] = [:]
+                for clientID in configuration.googleApps.keys {
+                    guard let app = providers.app(provider: .google, clientID: clientID) else { continue }
+                    results[clientID] = await Self.probe(google: app)
+                }
+                return results
+            }
+            for index in googleApps.indices {
+                guard let clientID = googleApps[index]["client_id"] as? String, let result = results[clientID] else { continue }
+                googleApps[index]["online"] = result
+                if result["result"] != "accepted" { problems.append("Google app \(clientID): \(result["detail"] ?? "")") }
+            }
+        }
+
         var database: [String: Any] = ["configured": !configuration.databaseURL.isEmpty]
         if !configuration.databaseURL.isEmpty {
             let (reachable, current, detail) = await Self.checkDatabase(configuration, logger: logger)
@@ -82,11 +106,12 @@ public enum ConfigurationCheck {
             "ok": problems.isEmpty,
             "apple_base_url": configuration.appleBaseURL,
             "apps": apps,
+            "google": ["oauth_base_url": configuration.google.oauthBaseURL, "certs_url": configuration.google.certsURL, "apps": googleApps],
             "sealing_keys": ["current_key_id": configuration.keyring.currentKeyID, "key_ids": configuration.keyring.keyIDs],
             "database": database,
         ]
         let json = try JSONSerialization.data(withJSONObject: report, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        return Report(json: json, problems: problems, appCount: apps.count)
+        return Report(json: json, problems: problems, appCount: apps.count + googleApps.count)
     }
 
     /// The JWS header and claims of a signed secret, decoded; the signature is dropped unread.
@@ -121,6 +146,37 @@ public enum ConfigurationCheck {
             return (false, "no verdict from Apple: \(error.description)")
         } catch {
             return (false, "no verdict from Apple: the call failed")
+        }
+    }
+
+    /// A Google app's verdicts: a revoke of a random token (Google answers `invalid_token`: the
+    /// endpoint is reached and no grant is touched), then a refresh with one (`invalid_grant`
+    /// proves the client_id and secret; `invalid_client` says they are wrong).
+    private static func probe(google app: any ProviderApp) async -> [String: String] {
+        do {
+            try await app.revoke(token: "revoker-check-\(UUID().uuidString)", kind: .accessToken)
+            return ["result": "failed", "detail": "Google revoked a token that was made up"]
+        } catch let failure as ProviderFailure where failure.classification == .credentialRejected {
+        } catch let failure as ProviderFailure {
+            return ["result": "failed", "detail": "no verdict from Google's revoke endpoint: \(failure.description)"]
+        } catch {
+            return ["result": "failed", "detail": "no verdict from Google's revoke endpoint: the call failed"]
+        }
+        do {
+            try await app.probe()
+            return [
+                "result": "accepted",
+                "detail": "Google's revoke endpoint answered; /token accepted the client_id and secret (invalid_grant for a made-up token)",
+            ]
+        } catch let failure as ProviderFailure where failure.classification == .configurationFault {
+            return [
+                "result": "failed",
+                "detail": "Google answered \(failure.error ?? "an error"): the client_id or the client secret is wrong (\(failure.detail))",
+            ]
+        } catch let failure as ProviderFailure {
+            return ["result": "failed", "detail": "no verdict from Google's token endpoint: \(failure.description)"]
+        } catch {
+            return ["result": "failed", "detail": "no verdict from Google's token endpoint: the call failed"]
         }
     }
 

@@ -1,6 +1,7 @@
 import AppleSignIn
 import AsyncHTTPClient
 import CoreMetrics
+import GoogleSignIn
 import Logging
 import PostgresNIO
 import Prometheus
@@ -110,28 +111,20 @@ public struct RevokerApp: Sendable {
             )
             services.append(.init(service: AfterStartup(check: startup, service: checkpoints), serviceName: "audit-checkpoints"))
         }
-        // One pool to Apple and one cache of Apple's keys for the worker's identity tokens, the
-        // API's notifications and the identity tokens requests carry.
+        // One pool to the providers and one cache of each provider's keys for the worker's
+        // identity tokens, the API's notifications and the identity tokens requests carry.
         var appleKeys: AppleKeySet?
         var providers = SignInProviders([])
-        // An API without Apple apps or notifications has nothing to ask Apple.
-        if parts.contains(.worker) || (parts.contains(.api) && (configuration.appleNotifications != nil || !configuration.apps.isEmpty)) {
-            let client = Self.makeAppleClient(configuration, logger: logger)
-            services.append(.init(service: HTTPClientService(client: client.httpClient), serviceName: "apple-http-client"))
-            let keys = AppleKeySet(client: client)
-            appleKeys = keys
+        // An API without apps or notifications has nothing to ask a provider.
+        let hasApps = !configuration.apps.isEmpty || !configuration.googleApps.isEmpty
+        if parts.contains(.worker) || (parts.contains(.api) && (configuration.appleNotifications != nil || hasApps)) {
+            let httpClient = ProviderTransport.makeHTTPClient(concurrency: configuration.worker.concurrency)
+            services.append(.init(service: HTTPClientService(client: httpClient), serviceName: "provider-http-client"))
             do {
-                providers = SignInProviders([
-                    try await AppleProvider(
-                        apps: configuration.apps.values,
-                        clientSecretLifetime: configuration.worker.clientSecretLifetime,
-                        client: client,
-                        keys: keys
-                    )
-                ])
-            } catch let error as AppleSignInError {
-                try? await client.httpClient.shutdown()
-                throw RevokerAppError(.configuration, error.message)
+                (providers, appleKeys) = try await Self.makeProviders(configuration, httpClient: httpClient, logger: logger)
+            } catch {
+                try? await httpClient.shutdown()
+                throw error
             }
         }
         if parts.contains(.worker) {
@@ -307,19 +300,46 @@ public struct RevokerApp: Sendable {
         logger: Logger,
         _ body: (SignInProviders) async throws -> T
     ) async throws -> T {
-        try await withAppleClient(configuration, logger: logger) { client in
-            let apple: AppleProvider
-            do {
-                apple = try await AppleProvider(
-                    apps: configuration.apps.values,
-                    clientSecretLifetime: configuration.worker.clientSecretLifetime,
-                    client: client
-                )
-            } catch let error as AppleSignInError {
-                throw RevokerAppError(.configuration, error.message)
-            }
-            return try await body(SignInProviders([apple]))
+        let httpClient = ProviderTransport.makeHTTPClient(concurrency: configuration.worker.concurrency)
+        do {
+            let result = try await body(try await makeProviders(configuration, httpClient: httpClient, logger: logger).providers)
+            try await httpClient.shutdown()
+            return result
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
         }
+    }
+
+    /// Every provider with its configured apps over one connection pool; Apple's key cache is
+    /// returned too, as Apple's notifications share it.
+    static func makeProviders(
+        _ configuration: RevokerConfiguration,
+        httpClient: HTTPClient,
+        logger: Logger
+    ) async throws -> (providers: SignInProviders, appleKeys: AppleKeySet) {
+        let appleClient = AppleClient(
+            httpClient: httpClient,
+            configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
+            logger: logger
+        )
+        let appleKeys = AppleKeySet(client: appleClient)
+        let apple: AppleProvider
+        do {
+            apple = try await AppleProvider(
+                apps: configuration.apps.values,
+                clientSecretLifetime: configuration.worker.clientSecretLifetime,
+                client: appleClient,
+                keys: appleKeys
+            )
+        } catch let error as AppleSignInError {
+            throw RevokerAppError(.configuration, error.message)
+        }
+        let google = GoogleProvider(
+            apps: configuration.googleApps.values,
+            client: GoogleClient(httpClient: httpClient, configuration: configuration.google, logger: logger)
+        )
+        return (SignInProviders([apple, google]), appleKeys)
     }
 
     static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {

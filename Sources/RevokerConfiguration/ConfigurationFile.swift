@@ -17,6 +17,7 @@ struct ConfigurationFile: Decodable {
     var webhooks: [WebhookEntry] = []
     var webhookDelivery: WebhookDeliveryEntry?
     var audit: AuditEntry?
+    var google: GoogleEntry?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case databaseURL = "database_url"
@@ -28,6 +29,7 @@ struct ConfigurationFile: Decodable {
         case webhooks
         case webhookDelivery = "webhook_delivery"
         case audit
+        case google
     }
 
     init() {}
@@ -45,6 +47,7 @@ struct ConfigurationFile: Decodable {
         webhooks = try container.decodeIfPresent([WebhookEntry].self, forKey: .webhooks) ?? []
         webhookDelivery = try container.decodeIfPresent(WebhookDeliveryEntry.self, forKey: .webhookDelivery)
         audit = try container.decodeIfPresent(AuditEntry.self, forKey: .audit)
+        google = try container.decodeIfPresent(GoogleEntry.self, forKey: .google)
     }
 
     /// `value` when it lies in `range`; otherwise an error naming `setting` (`worker.batch_size`)
@@ -307,6 +310,7 @@ struct ConfigurationFile: Decodable {
             guard let app = app as? [String: Any] else { throw ConfigurationError("apps[\(index)] in '\(path)' must be an object.") }
             try rejectUnknownKeys(app, allowed: AppEntry.CodingKeys.allCases.map(\.rawValue), place: "apps[\(index)]", path: path)
         }
+        try rejectUnknownGoogleKeys(top, path: path)
         if let worker = top["worker"] as? [String: Any] {
             try rejectUnknownKeys(worker, allowed: WorkerEntry.CodingKeys.allCases.map(\.rawValue), place: "worker", path: path)
         }
@@ -358,7 +362,7 @@ struct ConfigurationFile: Decodable {
         }
     }
 
-    private static func rejectUnknownKeys(_ object: [String: Any], allowed: [String], place: String, path: String) throws {
+    static func rejectUnknownKeys(_ object: [String: Any], allowed: [String], place: String, path: String) throws {
         if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
             throw ConfigurationError("Unknown setting '\(unknown.prefix(60))' at \(place) of '\(path)'; known: \(allowed.joined(separator: ", ")).")
         }

@@ -1,5 +1,6 @@
 import AppleSignIn
 import Foundation
+import GoogleSignIn
 import PostgresNIO
 import RevokerEvents
 import RevokerEvidence
@@ -19,8 +20,12 @@ public struct RevokerConfiguration: Sendable {
     public var appleBaseURL: String
     /// Keys sealing credentials at rest (a throw-away key when the command needs none).
     public var keyring: CredentialKeyring
-    /// The apps served, by client_id.
+    /// The Apple apps served, by client_id.
     public var apps: [String: AppleAppSettings]
+    /// The Google apps served, by client_id.
+    public var googleApps: [String: GoogleApp] = [:]
+    /// Where Google is (its production endpoints unless set), with the worker's timeout.
+    public var google = GoogleClient.Configuration()
     /// Worker tuning.
     public var worker: WorkerSettings
     /// The HTTP API.
@@ -41,7 +46,10 @@ public struct RevokerConfiguration: Sendable {
 
     /// The client_ids each provider serves; a client_id belongs to one provider only.
     public var clientIDsByProvider: [String: Set<String>] {
-        [ProviderName.apple.rawValue: Set(apps.keys)]
+        var served = [ProviderName.apple.rawValue: Set(apps.keys)]
+        // A provider without apps is not served: requests naming it are refused by provider.
+        if !googleApps.isEmpty { served[ProviderName.google.rawValue] = Set(googleApps.keys) }
+        return served
     }
 
     /// The provider that serves `clientID`, when one does.
@@ -95,6 +103,12 @@ extension RevokerConfiguration {
         public static let httpHost = "REVOKER_HTTP_HOST"
         public static let httpPort = "REVOKER_HTTP_PORT"
         public static let auditSigningKeyFile = "REVOKER_AUDIT_SIGNING_KEY_FILE"
+        public static let googleClientID = "GOOGLE_CLIENT_ID"
+        public static let googleClientSecretFile = "GOOGLE_CLIENT_SECRET_FILE"
+        public static let googleAudiences = "GOOGLE_AUDIENCES"
+        public static let googleRedirectURI = "GOOGLE_REDIRECT_URI"
+        public static let googleOAuthBaseURL = "REVOKER_GOOGLE_OAUTH_BASE_URL"
+        public static let googleCertsURL = "REVOKER_GOOGLE_CERTS_URL"
     }
 
     /// What a command needs from the configuration.
@@ -161,9 +175,20 @@ extension RevokerConfiguration {
         if let app = try environmentApp(environment) {
             apps[app.apple.clientID] = app
         }
-        if needs.contains(.apps), apps.isEmpty {
+        let google = try loadGoogle(
+            environment: environment,
+            entry: document.google,
+            place: source ?? "the configuration file",
+            secretFiles: &secretFiles
+        )
+        if let shared = google.apps.keys.sorted().first(where: { apps[$0] != nil }) {
             throw ConfigurationError(
-                "No apps are configured: set \(Variable.clientID), \(Variable.teamID), \(Variable.keyID) and \(Variable.privateKeyFile), or list them under \"apps\" in a configuration file (--config or \(Variable.configFile))."
+                "The client_id '\(shared)' is configured for Apple and for Google; a client_id belongs to one provider, as requests name it."
+            )
+        }
+        if needs.contains(.apps), apps.isEmpty, google.apps.isEmpty {
+            throw ConfigurationError(
+                "No apps are configured: set \(Variable.clientID), \(Variable.teamID), \(Variable.keyID) and \(Variable.privateKeyFile) (or \(Variable.googleClientID) and \(Variable.googleClientSecretFile)), or list them under \"apps\" (or \"google\": {\"apps\"}) in a configuration file (--config or \(Variable.configFile))."
             )
         }
         var configuration = RevokerConfiguration(
@@ -173,12 +198,15 @@ extension RevokerConfiguration {
             apps: apps,
             worker: try document.worker?.settings(source: source ?? "the configuration file") ?? .init()
         )
+        configuration.googleApps = google.apps
+        configuration.google = google.client
+        configuration.google.timeout = configuration.worker.providerTimeout
         configuration.http = try document.http?.settings(source: source ?? "the configuration file") ?? .init()
         configuration.appleNotifications =
             try document.appleNotifications?.settings(clientIDs: Set(apps.keys), source: source ?? "the configuration file")
             ?? AppleNotificationVerifier.Settings(clientIDs: Set(apps.keys))
         for key in configuration.http.apiKeys {
-            if let unknown = key.clientIDs?.sorted().first(where: { apps[$0] == nil }) {
+            if let unknown = key.clientIDs?.sorted().first(where: { configuration.provider(of: $0) == nil }) {
                 throw ConfigurationError(
                     "The API key '\(key.name)' in \(source ?? "the configuration file") names client_id '\(unknown.prefix(255))', which no configured app has."
                 )
@@ -193,7 +221,11 @@ extension RevokerConfiguration {
         }
         let place = source ?? "the configuration file"
         for (index, entry) in document.webhooks.enumerated() {
-            let endpoint = try entry.load(where: "webhooks[\(index)] in \(place)", apps: Set(apps.keys), secretFiles: &secretFiles)
+            let endpoint = try entry.load(
+                where: "webhooks[\(index)] in \(place)",
+                apps: Set(apps.keys).union(google.apps.keys),
+                secretFiles: &secretFiles
+            )
             guard !configuration.webhooks.contains(where: { $0.name == endpoint.name }) else {
                 throw ConfigurationError("webhooks[\(index)] in \(place): the name '\(endpoint.name)' is used twice.")
             }

@@ -2,6 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import Crypto
 import Foundation
+import GoogleSignInSandbox
 import RevokerEvidence
 import RevokerStore
 
@@ -37,6 +38,25 @@ public struct LocalAppFiles: Sendable {
     }
 }
 
+/// A Google OAuth client's id and secret file, as an operator lays them out.
+public struct LocalGoogleAppFiles: Sendable {
+    public let clientID: String
+    /// The secret (to register with the sandbox, and to search captured output for).
+    public let clientSecret: String
+    public let clientSecretFile: String
+
+    /// Makes a secret and writes it to `directory`.
+    public init(clientID: String, directory: URL) throws {
+        self.clientID = clientID
+        clientSecret = "GOCSPX-" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
+        clientSecretFile = directory.appendingPathComponent("google-client-secret-\(clientID)").path
+        try writeSecret(clientSecret + "\n", to: clientSecretFile)
+    }
+
+    /// The JSON object for the configuration file's `google.apps` list.
+    public var configurationEntry: [String: String] { ["client_id": clientID, "client_secret_file": clientSecretFile] }
+}
+
 /// A temporary directory holding a configuration file, keys and a sealing keyring.
 public struct LocalConfiguration: Sendable {
     public let directory: URL
@@ -46,11 +66,13 @@ public struct LocalConfiguration: Sendable {
     /// The Ed25519 key that signs the audit trail's checkpoints and receipts.
     public let auditSigningKeyFile: String
     public let apps: [LocalAppFiles]
+    public let googleApps: [LocalGoogleAppFiles]
 
     /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them;
     /// `settings` are further top-level settings (`webhooks`, …).
     public init(
         clientIDs: [String],
+        googleClientIDs: [String] = [],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:]
@@ -59,6 +81,7 @@ public struct LocalConfiguration: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
         apps = try clientIDs.map { try LocalAppFiles(clientID: $0, directory: directory) }
+        googleApps = try googleClientIDs.map { try LocalGoogleAppFiles(clientID: $0, directory: directory) }
         sealingKeysFile = directory.appendingPathComponent("sealing-keys").path
         try writeSecret(try CredentialKeyring.generateEntry(keyID: "k1") + "\n", to: sealingKeysFile)
         intakeKeysFile = directory.appendingPathComponent("intake-keys.pem").path
@@ -70,6 +93,7 @@ public struct LocalConfiguration: Sendable {
             "sealing_keys_file": sealingKeysFile, "intake_keys_file": intakeKeysFile, "apps": apps.map { $0.configurationEntry() },
             "audit": ["signing_key_file": auditSigningKeyFile],
         ]
+        if !googleApps.isEmpty { document["google"] = ["apps": googleApps.map(\.configurationEntry)] }
         if !worker.isEmpty { document["worker"] = worker }
         if !http.isEmpty { document["http"] = http }
         for (key, value) in settings { document[key] = value }
@@ -81,16 +105,29 @@ public struct LocalConfiguration: Sendable {
     static func intakeKey() throws -> IntakeKey { try sharedIntakeKey.get() }
     private static let sharedIntakeKey = Result { try IntakeKey.generate() }
 
-    /// The environment for a `revoker` process using this configuration, the database and the sandbox.
-    public func environment(databaseURL: String, appleBaseURL: String) -> [String: String] {
-        ["REVOKER_CONFIG": configFile, "DATABASE_URL": databaseURL, "REVOKER_APPLE_BASE_URL": appleBaseURL]
+    /// The environment for a `revoker` process using this configuration, the database and the
+    /// sandboxes (Google's at `appleBaseURL` + `/google` unless given).
+    public func environment(databaseURL: String, appleBaseURL: String, googleBaseURL: String? = nil) -> [String: String] {
+        let google = googleBaseURL ?? appleBaseURL + "/google"
+        return [
+            "REVOKER_CONFIG": configFile, "DATABASE_URL": databaseURL, "REVOKER_APPLE_BASE_URL": appleBaseURL,
+            "REVOKER_GOOGLE_OAUTH_BASE_URL": google, "REVOKER_GOOGLE_CERTS_URL": google + "/oauth2/v3/certs",
+        ]
     }
 
-    /// Registers every app's public key with the sandbox.
+    /// Registers every app's public key, and every Google client's secret, with the sandboxes.
     public func register(with sandbox: RunningSandbox) async throws {
         for app in apps {
             try await sandbox.admin.register(.init(clientID: app.clientID, teamID: app.teamID, keyID: app.keyID, publicKeyPEM: app.publicKeyPEM))
         }
+        for app in googleApps {
+            try await sandbox.google.register(clientID: app.clientID, clientSecret: app.clientSecret)
+        }
+    }
+
+    /// The secrets in these files, line by line, to search captured output for.
+    public var secretTexts: [String] {
+        apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) } + googleApps.map(\.clientSecret)
     }
 }
 

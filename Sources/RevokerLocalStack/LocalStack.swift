@@ -34,6 +34,7 @@ public struct LocalStack: Sendable {
     ///   - server: the PostgreSQL server to make the database on (default: `DATABASE_URL`).
     public static func with<T: Sendable>(
         clientIDs: [String],
+        googleClientIDs: [String] = [],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:],
@@ -47,7 +48,13 @@ public struct LocalStack: Sendable {
                 try await Migrator(client: database.client, logger: logger).migrate()
             }
             return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
-                let files = try LocalConfiguration(clientIDs: clientIDs, worker: worker, http: http, settings: settings)
+                let files = try LocalConfiguration(
+                    clientIDs: clientIDs,
+                    googleClientIDs: googleClientIDs,
+                    worker: worker,
+                    http: http,
+                    settings: settings
+                )
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await reportingStall("registering apps with the sandbox") { try await files.register(with: sandbox) }
                 let configuration = try RevokerConfiguration.load(

@@ -2,27 +2,46 @@ import AppleSignIn
 import AppleSignInSandbox
 import AsyncHTTPClient
 import Crypto
+import Foundation
+import GoogleSignIn
+import GoogleSignInSandbox
 import Hummingbird
 import Logging
 
-/// A sandbox serving on a free loopback port for the duration of a closure.
+/// The Apple sandbox at the root and the Google sandbox under `/google`, serving on a free
+/// loopback port for the duration of a closure.
 public struct RunningSandbox: Sendable {
     /// The sandbox's base URL, to use as Apple's.
     public let baseURL: String
     /// Its admin surface over HTTP.
     public let admin: AppleSandboxAdmin
+    /// The Google sandbox's admin surface over HTTP.
+    public let google: GoogleSandboxAdmin
 
-    /// Starts a sandbox, runs `body`, then stops it.
+    /// Where the Google sandbox's routes start, to use as Google's OAuth base URL.
+    public var googleBaseURL: String { google.baseURL }
+    /// The Google sandbox's key set, to use as Google's certs URL.
+    public var googleCertsURL: String { google.baseURL + GoogleEndpoint.certs.rawValue }
+
+    /// Starts the sandboxes, runs `body`, then stops them.
     public static func with<T: Sendable>(
         configuration: AppleSandbox.Configuration = .init(),
+        google: GoogleSandbox.Configuration = .init(),
         _ body: (RunningSandbox) async throws -> T
     ) async throws -> T {
         let sandbox = try await AppleSandbox(configuration: configuration)
+        let googleSandbox = try await GoogleSandbox(configuration: google)
         let logger = Logger(label: "revoker.sandbox", factory: { _ in SwiftLogNoOpLogHandler() })
-        let serve = { sandbox.application(port: 0, logger: logger, onServerRunning: $0) }
+        let serve = { sandbox.application(port: 0, logger: logger, beside: googleSandbox, onServerRunning: $0) }
         return try await withServingApplication(serve) { port in
             let baseURL = "http://127.0.0.1:\(port)"
-            return try await body(RunningSandbox(baseURL: baseURL, admin: AppleSandboxAdmin(baseURL: baseURL)))
+            return try await body(
+                RunningSandbox(
+                    baseURL: baseURL,
+                    admin: AppleSandboxAdmin(baseURL: baseURL),
+                    google: GoogleSandboxAdmin(baseURL: baseURL + GoogleSandbox.prefix)
+                )
+            )
         }
     }
 
@@ -62,5 +81,35 @@ extension RunningSandbox {
     /// Registers an app and returns a client that signs its secrets.
     public func appClient(_ client: AppleClient, clientID: String = "com.example.app") async throws -> AppleAppClient {
         AppleAppClient(client: client, signer: try await ClientSecretSigner(app: registerApp(clientID: clientID)))
+    }
+}
+
+extension RunningSandbox {
+    /// Registers a Google OAuth client with a fresh secret and returns it as Revoker would load it.
+    public func registerGoogleApp(
+        clientID: String = "1000-web.apps.googleusercontent.com",
+        audiences: [String] = []
+    ) async throws -> GoogleApp {
+        let secret = "GOCSPX-" + UUID().uuidString
+        try await google.register(clientID: clientID, clientSecret: secret)
+        return try GoogleApp(clientID: clientID, clientSecret: GoogleClientSecret(secret), audiences: audiences)
+    }
+
+    /// A Google client configuration pointing at this sandbox.
+    public func googleConfiguration(timeout: Duration = .seconds(30)) -> GoogleClient.Configuration {
+        GoogleClient.Configuration(oauthBaseURL: googleBaseURL, certsURL: googleCertsURL, timeout: timeout)
+    }
+
+    /// Runs `body` with a ``GoogleClient`` pointed at this sandbox over a fresh connection pool.
+    public func withGoogleClient<T>(timeout: Duration = .seconds(30), _ body: (GoogleClient) async throws -> T) async throws -> T {
+        let httpClient = ProviderTransport.makeHTTPClient()
+        do {
+            let result = try await body(GoogleClient(httpClient: httpClient, configuration: googleConfiguration(timeout: timeout)))
+            try await httpClient.shutdown()
+            return result
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
     }
 }

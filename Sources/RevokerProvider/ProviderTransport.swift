@@ -7,19 +7,19 @@ import NIOHTTP1
 
 /// One call to a provider's endpoint over a shared, pooled HTTP client: a form body (never the
 /// query string), a deadline, a `User-Agent`, a bound on the answer's size. A call that brings
-/// no answer throws ``TransportFailure`` with a safe sentence; the caller classifies answers.
+/// no answer throws a transient ``ProviderFailure`` with a safe sentence; the caller classifies answers.
 public struct ProviderTransport: Sendable {
     /// An answer as it came.
     public struct Response: Sendable {
         public var status: Int
         public var headers: HTTPHeaders
         public var body: Data
-    }
 
-    /// Why no answer came: timed out, refused, cut, or too large. Safe to log and store.
-    public struct TransportFailure: Error, Sendable, CustomStringConvertible {
-        public let detail: String
-        public var description: String { detail }
+        public init(status: Int, headers: HTTPHeaders, body: Data) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
     }
 
     public let httpClient: HTTPClient
@@ -36,8 +36,8 @@ public struct ProviderTransport: Sendable {
         self.logger = logger
     }
 
-    /// Sends `form` (or nothing, for a GET) to `url`; `label` names the endpoint in debug logs.
-    public func send(_ url: String, label: String, method: HTTPMethod, form: [(String, String)]?) async throws -> Response {
+    /// Sends `form` (or nothing, for a GET) to `url`; `endpoint` names it in logs and failures.
+    public func send(_ url: String, endpoint: String, method: HTTPMethod, form: [(String, String)]?) async throws -> Response {
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "User-Agent", value: userAgent)
@@ -53,7 +53,7 @@ public struct ProviderTransport: Sendable {
             logger.debug(
                 "Provider answered",
                 metadata: [
-                    "provider.endpoint": "\(label)",
+                    "provider.endpoint": "\(endpoint)",
                     "http.status": "\(response.status.code)",
                     "provider.latency_ms": "\((ContinuousClock.now - started).milliseconds)",
                 ]
@@ -62,10 +62,15 @@ public struct ProviderTransport: Sendable {
         } catch is CancellationError {
             throw CancellationError()
         } catch is NIOTooManyBytesError {
-            throw TransportFailure(detail: "the answer was larger than \(maximumResponseBytes) bytes")
+            throw ProviderFailure(
+                endpoint: endpoint,
+                classification: .transient,
+                httpStatus: nil,
+                detail: "the answer was larger than \(maximumResponseBytes) bytes"
+            )
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw TransportFailure(detail: Self.describe(error))
+            throw ProviderFailure(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: Self.describe(error))
         }
     }
 
@@ -100,6 +105,51 @@ public struct ProviderTransport: Sendable {
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(64, concurrency))
         configuration.decompression = .disabled
         return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+    }
+}
+
+extension ProviderTransport.Response {
+    /// This answer, which was not a success, as a classified failure. `provider` names the
+    /// provider in the detail ("Apple", "Google"); `classify` maps the provider's `error` code on
+    /// a 4xx answer. A 4xx without an OAuth error body is a proxy's page and transient, like
+    /// 429 and 5xx; non-JSON bodies are never echoed.
+    public func failure(
+        endpoint: String,
+        provider: String,
+        secrets: [String],
+        classify: (String) -> ProviderFailure.Classification
+    ) -> ProviderFailure {
+        let retryAfter = headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0) }
+        let (code, description) = OAuthErrorBody.parse(body, scrubbing: secrets)
+        let classification: ProviderFailure.Classification
+        let detail: String
+        switch status {
+        case 429:
+            classification = .transient
+            detail = "HTTP 429, \(provider) is throttling"
+        case 500...599:
+            classification = .transient
+            detail = "HTTP \(status), \(provider) is unavailable"
+        case 400...499 where code != nil:
+            classification = code.map(classify) ?? .requestRejected
+            detail = "HTTP \(status) \(code ?? "")"
+        case 400...499:
+            classification = .transient
+            detail =
+                "HTTP \(status) without \(provider)'s error body (\(body.count) bytes of \(headers.first(name: "Content-Type").map { String($0.prefix(60)) } ?? "no content type")), likely a proxy"
+        default:
+            classification = .transient
+            detail = "unexpected HTTP \(status)"
+        }
+        return ProviderFailure(
+            endpoint: endpoint,
+            classification: classification,
+            httpStatus: status,
+            error: code,
+            errorDescription: description,
+            retryAfter: retryAfter,
+            detail: detail
+        )
     }
 }
 

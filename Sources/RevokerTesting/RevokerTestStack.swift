@@ -2,6 +2,8 @@ import AppleSignIn
 import AppleSignInSandbox
 import AsyncHTTPClient
 import Foundation
+import GoogleSignIn
+import GoogleSignInSandbox
 import Logging
 import PostgresNIO
 import RevokerApp
@@ -49,6 +51,7 @@ public struct RevokerTestStack: Sendable {
     ///
     /// - Parameters:
     ///   - clientIDs: the apps configured (and registered with the sandbox).
+    ///   - googleClientIDs: the Google apps configured (and registered with the Google sandbox).
     ///   - worker: `worker` settings for the configuration file.
     ///   - http: `http` settings for the configuration file.
     ///   - settings: further top-level settings for the configuration file (`webhooks`, …).
@@ -57,6 +60,7 @@ public struct RevokerTestStack: Sendable {
     ///   - serving: the parts of the program to run around `body` (`.api`, `.worker`); none by default.
     public static func with<T: Sendable>(
         clientIDs: [String] = ["com.example.notes", "com.example.photos"],
+        googleClientIDs: [String] = [],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:],
@@ -65,9 +69,15 @@ public struct RevokerTestStack: Sendable {
         serving: RevokerApp.Parts = [],
         _ body: (RevokerTestStack) async throws -> T
     ) async throws -> T {
-        try await LocalStack.with(clientIDs: clientIDs, worker: worker, http: http, settings: settings, sandbox: sandboxConfiguration, server: server)
-        {
-            local in
+        try await LocalStack.with(
+            clientIDs: clientIDs,
+            googleClientIDs: googleClientIDs,
+            worker: worker,
+            http: http,
+            settings: settings,
+            sandbox: sandboxConfiguration,
+            server: server
+        ) { local in
             let (database, sandbox, files, configuration) = (local.database, local.sandbox, local.files, local.configuration)
             let logs = CapturingLogHandler.Storage()
             let logger = CapturingLogHandler.logger(label: "revoker.test", storage: logs)
@@ -104,6 +114,7 @@ public struct RevokerTestStack: Sendable {
     /// A user signs in and the app later asks to delete them: mints a grant in the sandbox and enqueues it.
     @discardableResult
     public func enqueue(
+        provider: ProviderName = .apple,
         clientID: String,
         reference: String,
         kind: CredentialKind,
@@ -113,15 +124,20 @@ public struct RevokerTestStack: Sendable {
         maxAttempts: Int? = nil
     ) async throws -> (request: RevocationRequest, grantID: String, secret: String) {
         let subject = subject ?? "sub-\(reference)"
-        let minted: SandboxAdmin.Minted =
-            switch kind {
-            case .authorizationCode: try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: redirectURI)
-            case .accessToken: try await sandbox.admin.mintAccessToken(clientID: clientID, subject: subject)
-            default: try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
-            }
+        let minted: SandboxAdmin.Minted
+        switch (provider, kind) {
+        case (.google, .authorizationCode):
+            minted = try await sandbox.google.mintCode(.init(clientID: clientID, subject: subject, redirectURI: redirectURI))
+        case (.google, .accessToken): minted = try await sandbox.google.mintAccessToken(clientID: clientID, subject: subject)
+        case (.google, _): minted = try await sandbox.google.mintRefreshToken(clientID: clientID, subject: subject)
+        case (_, .authorizationCode): minted = try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: redirectURI)
+        case (_, .accessToken): minted = try await sandbox.admin.mintAccessToken(clientID: clientID, subject: subject)
+        default: minted = try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
+        }
         secrets.add(minted.value)
         let result = try await queue.enqueue(
             try NewRevocation(
+                provider: provider.rawValue,
                 clientID: clientID,
                 externalReference: reference,
                 appleUserID: appleUserID,
@@ -162,6 +178,16 @@ public struct RevokerTestStack: Sendable {
         return worker.report()
     }
 
+    /// Drains again and again until every request has an outcome that `done` accepts, or a
+    /// minute has passed: a drain ends when nothing is due, and on a loaded machine a paused
+    /// app's probe may fall after it.
+    public func drainUntil(_ done: @escaping (RevocationRequest) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        repeat {
+            _ = try await drain()
+        } while try await !requests().allSatisfy(done) && ContinuousClock.now < deadline
+    }
+
     /// Every request, newest last.
     public func requests() async throws -> [RevocationRequest] {
         try await queue.list(RevocationFilter(limit: 1000)).sorted { $0.createdAt < $1.createdAt }
@@ -181,12 +207,12 @@ public struct RevokerTestStack: Sendable {
 
     /// The environment for a `revoker` process using this harness's database, sandbox and apps.
     public var environment: [String: String] {
-        files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+        files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL, googleBaseURL: sandbox.googleBaseURL)
     }
 
     /// Fails when `text` (a process's output) contains a token, a code or a private key.
     public func expectNoSecrets(in text: String) throws {
-        let keyBodies = files.apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) }
+        let keyBodies = files.secretTexts
         for secret in secrets.all + keyBodies where text.contains(secret) {
             throw LeakedSecret(where: "process output")
         }
@@ -204,7 +230,7 @@ public struct RevokerTestStack: Sendable {
     /// Fails when any captured log line contains a token, a code or a private key.
     public func expectNoSecretsInLogs() throws {
         let lines = logs.all
-        let keyBodies = files.apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) }
+        let keyBodies = files.secretTexts
         for secret in secrets.all + keyBodies where lines.contains(where: { $0.contains(secret) }) {
             throw LeakedSecret(where: "log output")
         }

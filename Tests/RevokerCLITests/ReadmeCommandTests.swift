@@ -1,6 +1,7 @@
 import AppleSignInSandbox
 import Crypto
 import Foundation
+import GoogleSignInSandbox
 import Logging
 import PostgresNIO
 import RevokerLocalStack
@@ -72,7 +73,8 @@ struct ReadmeCommandTests {
         let commands = try Self.commands()
         try await ScratchDatabase.withScratchDatabase { database in
             try await RunningSandbox.with { sandbox in
-                let files = try LocalConfiguration(clientIDs: ["com.example.app"])
+                let google = "123456789012-web.apps.googleusercontent.com"
+                let files = try LocalConfiguration(clientIDs: ["com.example.app"], googleClientIDs: [google])
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 // The files the commands name, where they name them.
@@ -81,6 +83,9 @@ struct ReadmeCommandTests {
                 let token = try await sandbox.admin.mintRefreshToken(clientID: "com.example.app", subject: "000123.abcdef")
                 try Data(token.value.utf8).write(to: work.appendingPathComponent("token.txt"))
                 try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: work.appendingPathComponent("AuthKey_KEY1234567.p8"))
+                let googleToken = try await sandbox.google.mintRefreshToken(clientID: google, subject: "110169484474386276334")
+                try Data(googleToken.value.utf8).write(to: work.appendingPathComponent("google-token.txt"))
+                try Data("GOCSPX-readme-sandbox\n".utf8).write(to: work.appendingPathComponent("google-client-secret.txt"))
 
                 var environment = files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
                 let binaryDirectory = URL(fileURLWithPath: RevokerProcess.binary).deletingLastPathComponent().path
@@ -115,6 +120,7 @@ struct ReadmeCommandTests {
                     while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
                     #expect(!process.isRunning && process.terminationStatus == 0, "\(command): \(process.output)\(process.errors)")
                     #expect(!(process.output + process.errors).contains(token.value), "\(command) never prints the token")
+                    #expect(!(process.output + process.errors).contains(googleToken.value), "\(command) never prints the Google token")
                     ran.append(command)
                 }
                 #expect(ran.count >= 15, "\(ran)")
@@ -126,10 +132,14 @@ struct ReadmeCommandTests {
                 let csv = try String(contentsOf: work.appendingPathComponent("january.csv"), encoding: .utf8)
                 #expect(csv.hasPrefix("id,occurred_at,"), "the CSV export has its header")
                 let rows = try await database.client.query(
-                    "SELECT state, outcome FROM revoker.revocation_requests WHERE external_reference = 'user-42'"
+                    "SELECT provider, state, outcome FROM revoker.revocation_requests WHERE external_reference = 'user-42' ORDER BY provider"
                 ).collect()
-                let (state, outcome) = try #require(try rows.first?.decode((String, String?).self))
-                #expect(state == "succeeded" && outcome == "revoked", "the enqueued deletion was carried out by `revoker work`")
+                let requests = try rows.map { try $0.decode((String, String, String?).self) }
+                #expect(requests.map(\.0) == ["apple", "google"], "the README enqueues an Apple and a Google grant of user-42")
+                for (provider, state, outcome) in requests {
+                    #expect(state == "succeeded" && outcome == "revoked", "the enqueued \(provider) deletion was carried out by `revoker work`")
+                }
+                #expect(try await sandbox.google.grant(googleToken.grantID).revocations == 1)
             }
         }
     }

@@ -53,11 +53,18 @@ struct APIHarness: Sendable {
         worker settings: [String: any Sendable] = ["poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1],
         http overrides: [String: any Sendable] = [:],
         server: String? = nil,
+        googleClientIDs: [String] = [],
         _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let keys = Keys()
         let http = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration].merging(overrides) { $1 }
-        return try await RevokerTestStack.with(worker: settings, http: http, server: server, serving: runWorker ? [.api, .worker] : .api) { stack in
+        return try await RevokerTestStack.with(
+            googleClientIDs: googleClientIDs,
+            worker: settings,
+            http: http,
+            server: server,
+            serving: runWorker ? [.api, .worker] : .api
+        ) { stack in
             try await body(APIHarness(stack: stack, baseURL: stack.apiBaseURL ?? "", keys: keys))
         }
     }

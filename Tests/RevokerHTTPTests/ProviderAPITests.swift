@@ -1,5 +1,6 @@
 import AppleSignInSandbox
 import Foundation
+import GoogleSignInSandbox
 import NIOHTTP1
 import RevokerLocalStack
 import RevokerStore
@@ -140,6 +141,67 @@ struct ProviderAPITests {
             let finished = try #require(try await api.stack.queue.request(id: requestID))
             #expect(finished.outcome == .revoked)
             #expect(try await admin.grant(grantID).revoked)
+        }
+    }
+
+    @Test func aGoogleGrantIsEnqueuedWithAVerifiedGoogleIDTokenAndReportedAsGoogles() async throws {
+        let web = "1000-notes.apps.googleusercontent.com"
+        let ios = "1000-ios.apps.googleusercontent.com"
+        try await APIHarness.with(runWorker: true, googleClientIDs: [web]) { api in
+            let google = api.stack.sandbox.google
+            let minted = try await google.mintRefreshToken(clientID: web, subject: "110169484474386276334")
+            api.stack.secrets.add(minted.value)
+            let body: [String: Any] = [
+                "provider": "google", "client_id": web, "external_reference": "account-g", "refresh_token": minted.value,
+            ]
+            // Wrong in one way each: refused on id_token, naming why, storing nothing.
+            let refusals: [(GoogleSandboxAdmin.IdentityTokenRequest, String)] = [
+                (.init(subject: "110169484474386276334", audience: [ios]), "wrong_audience"),
+                (.init(subject: "110169484474386276334", audience: [web], issuer: "https://accounts.google.example"), "wrong_issuer"),
+                (.init(subject: "110169484474386276334", audience: [web], expiresIn: -300), "expired_identity_token"),
+                (.init(subject: "110169484474386276334", audience: [web], signature: .unknownKey), "unknown_signing_key"),
+            ]
+            for (request, code) in refusals {
+                var refused = body
+                refused["id_token"] = try await google.mintIdentityToken(request)
+                let answer = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: refused)
+                #expect(answer.status == 422 && answer.json["field"] as? String == "id_token", "\(code): \(answer.text)")
+                #expect((answer.json["detail"] as? String)?.contains(code) == true, "\(answer.text)")
+            }
+            #expect(try await api.storedCount() == 0)
+            // The same token of Google's accepted for Apple's app is refused: another provider's app.
+            var crossed = body
+            crossed["provider"] = "apple"
+            crossed["client_id"] = "com.example.notes"
+            crossed["id_token"] = try await google.mintIdentityToken(.init(subject: "110169484474386276334", audience: [web]))
+            #expect(try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: crossed).status == 422)
+
+            var good = body
+            good["id_token"] = try await google.mintIdentityToken(
+                .init(
+                    subject: "110169484474386276334",
+                    audience: [web],
+                    issuer: "accounts.google.com",
+                    emailVerified: true,
+                    emailVerifiedAsString: true
+                )
+            )
+            let created = try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: good)
+            #expect(created.status == 202, "\(created.text)")
+            #expect(created.json["provider"] as? String == "google")
+            #expect(created.json["user_id"] as? String == "110169484474386276334")
+            #expect(created.json["apple_user_id"] is NSNull, "a Google request has no Apple user id")
+            let id = try #require(created.json["id"] as? String)
+
+            let events = try await AppleNotificationsAPITests.feed(api, count: 1)
+            let mine = try #require(events.first { ($0["data"] as? [String: Any])?["request_id"] as? String == id }, "\(events)")
+            #expect(mine["type"] as? String == "revocation.succeeded")
+            let data = mine["data"] as? [String: Any]
+            #expect(data?["provider"] as? String == "google")
+            #expect(data?["user_id"] as? String == "110169484474386276334" && data?["apple_user_id"] == nil)
+            let listed = try await api.call(.GET, "/v1/revocations?provider=google&user_id=110169484474386276334", key: api.keys.reader)
+            #expect((listed.json["revocations"] as? [[String: Any]])?.first?["outcome"] as? String == "revoked")
+            #expect(try await google.grant(minted.grantID).revocations == 1)
         }
     }
 

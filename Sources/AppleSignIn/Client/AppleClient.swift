@@ -116,46 +116,12 @@ public struct AppleClient: Sendable {
             maximumResponseBytes: configuration.maximumResponseBytes,
             logger: logger
         )
-        do {
-            return try await transport.send(configuration.baseURL + endpoint.rawValue, label: endpoint.rawValue, method: method, form: form)
-        } catch let failure as ProviderTransport.TransportFailure {
-            throw AppleAPIError(endpoint: endpoint, classification: .transient, httpStatus: nil, detail: failure.detail)
-        }
+        return try await transport.send(configuration.baseURL + endpoint.rawValue, endpoint: endpoint.rawValue, method: method, form: form)
     }
 
     /// Turns a non-200 answer into a classified error. Non-JSON bodies are never echoed.
     static func failure(_ endpoint: AppleEndpoint, status: Int, headers: HTTPHeaders, body: Data, secrets: [String]) -> AppleAPIError {
-        let retryAfter = headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0) }
-        let (code, description) = OAuthErrorBody.parse(body, scrubbing: secrets)
-
-        let classification: AppleAPIError.Classification
-        let detail: String
-        switch status {
-        case 429:
-            classification = .transient
-            detail = "HTTP 429, Apple is throttling"
-        case 500...599:
-            classification = .transient
-            detail = "HTTP \(status), Apple is unavailable"
-        case 400...499 where code != nil:
-            classification = code.map(AppleAPIError.classify(appleError:)) ?? .requestRejected
-            detail = "HTTP \(status) \(code ?? "")"
-        case 400...499:
-            classification = .transient
-            detail =
-                "HTTP \(status) without Apple's error body (\(body.count) bytes of \(headers.first(name: "Content-Type").map { String($0.prefix(60)) } ?? "no content type")), likely a proxy"
-        default:
-            classification = .transient
-            detail = "unexpected HTTP \(status)"
-        }
-        return AppleAPIError(
-            endpoint: endpoint,
-            classification: classification,
-            httpStatus: status,
-            error: code,
-            errorDescription: description,
-            retryAfter: retryAfter,
-            detail: detail
-        )
+        RawResponse(status: status, headers: headers, body: body)
+            .failure(endpoint: endpoint.rawValue, provider: "Apple", secrets: secrets, classify: AppleAPIError.classify(appleError:))
     }
 }

@@ -5,18 +5,12 @@ import JWTKit
 /// identity tokens and server-to-server notifications.
 ///
 /// Keys are cached by `kid` and fetched again when a token names a key the cache does not hold
-/// (Apple rotates keys), at most once per `minimumRefreshInterval`, so a flood of made-up
-/// `kid`s cannot hammer Apple.
-public actor AppleKeySet {
-    private let client: AppleClient
-    private let minimumRefreshInterval: Duration
-    private var keys = JWTKeyCollection()
-    private var knownKeyIDs: Set<String> = []
-    private var lastRefresh: ContinuousClock.Instant?
+/// (Apple rotates keys), at most once per `minimumRefreshInterval` (``RS256KeySet``).
+public struct AppleKeySet: Sendable {
+    let keys: RS256KeySet
 
     public init(client: AppleClient, minimumRefreshInterval: Duration = .seconds(60)) {
-        self.client = client
-        self.minimumRefreshInterval = minimumRefreshInterval
+        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) { (try await client.keys(), nil) }
     }
 
     /// What a verified token is, for messages and error codes.
@@ -49,48 +43,16 @@ public actor AppleKeySet {
         as _: Payload.Type,
         of subject: Subject
     ) async throws -> (kid: String, payload: Payload) {
-        let header: JWTHeader
         do {
-            header = try DefaultJWTParser().parse(Array(token.utf8), as: Payload.self).header
-        } catch {
-            throw AppleSignInError(subject.malformed, "\(subject.noun) is not a well-formed JWS.")
-        }
-        // One algorithm only: `none`, HS256 keyed with the public key and the like never reach a key.
-        guard header.alg == "RS256" else {
-            throw AppleSignInError(.unsupportedAlgorithm, "\(subject.noun) is not signed with RS256.")
-        }
-        guard let kid = header.kid, !kid.isEmpty else {
-            throw AppleSignInError(subject.malformed, "\(subject.noun) names no signing key (kid).")
-        }
-        if !knownKeyIDs.contains(kid) {
-            try await refresh()
-            guard knownKeyIDs.contains(kid) else {
-                throw AppleSignInError(.unknownSigningKey, "\(subject.noun) is signed with a key Apple does not publish.")
+            return try await keys.verify(token, as: Payload.self)
+        } catch let rejection as RS256KeySet.Rejection {
+            switch rejection {
+            case .malformed: throw AppleSignInError(subject.malformed, "\(subject.noun) is not a well-formed JWS.")
+            case .unsupportedAlgorithm: throw AppleSignInError(.unsupportedAlgorithm, "\(subject.noun) is not signed with RS256.")
+            case .missingKeyID: throw AppleSignInError(subject.malformed, "\(subject.noun) names no signing key (kid).")
+            case .unknownKey: throw AppleSignInError(.unknownSigningKey, "\(subject.noun) is signed with a key Apple does not publish.")
+            case .invalidSignature: throw AppleSignInError(.invalidSignature, "\(subject.noun)'s signature does not verify with Apple's key.")
             }
         }
-        do {
-            return (kid, try await keys.verify(token, as: Payload.self))
-        } catch {
-            throw AppleSignInError(.invalidSignature, "\(subject.noun)'s signature does not verify with Apple's key.")
-        }
-    }
-
-    private func refresh() async throws {
-        if let lastRefresh, ContinuousClock.now - lastRefresh < minimumRefreshInterval, !knownKeyIDs.isEmpty { return }
-        lastRefresh = .now
-        let jwks = try await client.keys()
-        let fresh = JWTKeyCollection()
-        var ids: Set<String> = []
-        for key in jwks.keys {
-            guard let kid = key.keyIdentifier?.string, key.keyType == .rsa else { continue }
-            do {
-                try await fresh.add(jwk: key)
-                ids.insert(kid)
-            } catch {
-                continue
-            }
-        }
-        keys = fresh
-        knownKeyIDs = ids
     }
 }

@@ -2,17 +2,20 @@ import AppleSignIn
 import AppleSignInSandbox
 import ArgumentParser
 import Foundation
+import GoogleSignIn
+import GoogleSignInSandbox
 import Hummingbird
 import Logging
 
 struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sandbox",
-        abstract: "Run a local stand-in for appleid.apple.com, for testing an integration without Apple.",
+        abstract: "Run local stand-ins for Sign in with Apple and Google's OAuth endpoints, for testing an integration without them.",
         discussion: """
-            Serves /auth/token, /auth/revoke and /auth/keys as Apple does, strictly, and an admin \
-            surface under /sandbox/ to register apps, sign users in, inject faults and read back what \
-            happened to each grant. The admin surface has no authentication: keep it on loopback.
+            Serves /auth/token, /auth/revoke and /auth/keys as Apple does, strictly, and under /google \
+            Google's /token, /revoke and /oauth2/v3/certs. Each has an admin surface (/sandbox/ and \
+            /google/sandbox/) to register apps, sign users in, inject faults and read back what happened \
+            to each grant. The admin surfaces have no authentication: keep them on loopback.
             """
     )
 
@@ -33,6 +36,15 @@ struct SandboxCommand: AsyncParsableCommand {
         )
     )
     var registrations: [String] = []
+
+    @Option(
+        name: .customLong("register-google"),
+        help: ArgumentHelp(
+            "Register a Google OAuth client at start: CLIENT_ID,SECRET_FILE (repeatable).",
+            valueName: "client"
+        )
+    )
+    var googleRegistrations: [String] = []
 
     @Option(name: .customLong("internal-error-rate"), help: "Share of /auth calls answered 500.")
     var internalErrorRate = 0.0
@@ -73,11 +85,16 @@ struct SandboxCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = CommandLogging.logger(label: "revoker.sandbox", level: logLevel)
         let apps = try registrations.map(Self.parseRegistration)
+        let clients = try googleRegistrations.map(Self.parseGoogleRegistration)
         let sandbox = try await AppleSandbox(configuration: .init(codeLifetime: .seconds(codeLifetime), faults: faults))
         for app in apps { try await sandbox.register(app) }
-        let application = sandbox.application(host: host, port: port, logger: logger) { [host] port in
+        let google = try await GoogleSandbox(configuration: .init(codeLifetime: .seconds(codeLifetime), faults: faults))
+        for client in clients { try await google.register(clientID: client.clientID, clientSecret: client.secret.value) }
+        let application = sandbox.application(host: host, port: port, logger: logger, beside: google) { [host] port in
             // Written unbuffered: scripts wait for this line on a pipe.
-            FileHandle.standardOutput.write(Data("Apple sandbox listening on http://\(host):\(port)\n".utf8))
+            FileHandle.standardOutput.write(
+                Data("Apple sandbox listening on http://\(host):\(port) (Google's at http://\(host):\(port)\(GoogleSandbox.prefix))\n".utf8)
+            )
         }
         try await application.runService()
     }
@@ -92,6 +109,23 @@ struct SandboxCommand: AsyncParsableCommand {
             let app = try AppleApp(clientID: parts[0], teamID: parts[1], keyID: parts[2], signingKey: key)
             return .init(clientID: app.clientID, teamID: app.teamID, keyID: app.keyID, publicKeyPEM: key.publicKeyPEM)
         } catch {
+            throw ValidationError(error.message)
+        }
+    }
+}
+
+extension SandboxCommand {
+    static func parseGoogleRegistration(_ value: String) throws -> (clientID: String, secret: GoogleClientSecret) {
+        let parts = value.split(separator: ",", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else {
+            throw ValidationError("--register-google expects CLIENT_ID,SECRET_FILE; got \(parts.count) part\(parts.count == 1 ? "" : "s").")
+        }
+        guard GoogleApp.isClientID(parts[0]) else {
+            throw ValidationError("--register-google: '\(parts[0].prefix(100))' is not a Google OAuth client ID (…apps.googleusercontent.com).")
+        }
+        do {
+            return (parts[0], try GoogleClientSecret.load(contentsOfFile: parts[1], clientID: parts[0]))
+        } catch let error as GoogleSignInError {
             throw ValidationError(error.message)
         }
     }

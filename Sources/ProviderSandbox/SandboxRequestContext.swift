@@ -1,17 +1,10 @@
-import AppleSignIn
-import Crypto
-import Foundation
 import Hummingbird
-import JWTKit
-import Logging
 import NIOCore
-import NIOFoundationCompat
-import ServiceLifecycle
 
 /// The sandbox's request context: Hummingbird's basics plus the channel, so a fault can drop the connection.
 public struct SandboxRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    let channel: any Channel
+    package let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
@@ -20,6 +13,10 @@ public struct SandboxRequestContext: RequestContext {
 }
 
 /// An answer decided before the real work (a fault, a refusal), thrown to end the handler early.
-struct SandboxAnswer: Error {
-    var response: Response
+package struct SandboxAnswer: Error {
+    package var response: Response
+
+    package init(response: Response) {
+        self.response = response
+    }
 }

@@ -1,6 +1,10 @@
-/// Failures the sandbox injects into `/auth/*` calls, as shares between 0 and 1 of all calls.
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+/// Failures a sandbox injects into its provider's calls, as shares between 0 and 1 of all calls.
 ///
-/// Set at start (``AppleSandbox/Configuration/faults``) or at run time (`PUT /sandbox/faults`).
+/// Set at start (the sandbox's configuration) or at run time (`PUT /sandbox/faults`).
 public struct SandboxFaults: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case internalErrorRate = "internal_error_rate"
@@ -72,11 +76,11 @@ public struct SandboxFaults: Codable, Sendable, Equatable {
     }
 
     /// What happens to one call, decided by a uniform draw in 0..<1.
-    enum Fault: Equatable {
+    package enum Fault: Equatable, Sendable {
         case internalError, unavailable, throttle, hang, drop
     }
 
-    func fault(for draw: Double) -> Fault? {
+    package func fault(for draw: Double) -> Fault? {
         var threshold = 0.0
         for (rate, fault) in [
             (internalErrorRate, Fault.internalError), (unavailableRate, .unavailable), (throttleRate, .throttle), (hangRate, .hang),
@@ -86,5 +90,47 @@ public struct SandboxFaults: Codable, Sendable, Equatable {
             if draw < threshold { return fault }
         }
         return nil
+    }
+}
+
+extension SandboxFaults {
+    /// Applies the latency and maybe a fault to one call. Returns the answer to send instead of
+    /// the real one (or throws, for a hang or a drop); `record` notes the status given (0 when
+    /// none) and an error word.
+    package func inject(
+        context: SandboxRequestContext,
+        record: (_ status: Int, _ error: String?) async -> Void
+    ) async throws -> Response? {
+        if latencyMilliseconds > 0 { try await Task.sleep(for: .milliseconds(latencyMilliseconds)) }
+        guard let fault = fault(for: Double.random(in: 0..<1)) else { return nil }
+        switch fault {
+        case .internalError:
+            await record(500, nil)
+            return Self.page(.internalServerError, "Internal Server Error")
+        case .unavailable:
+            await record(503, nil)
+            return Self.page(.serviceUnavailable, "Service Unavailable")
+        case .throttle:
+            await record(429, nil)
+            return Response(status: .tooManyRequests, headers: [.retryAfter: "\(retryAfterSeconds)"])
+        case .hang:
+            await record(0, "hang")
+            // Until the client gives up; a shutting-down sandbox stops hanging at once.
+            try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(600)) }
+            throw HTTPError(.gatewayTimeout)
+        case .drop:
+            await record(0, "drop")
+            try await context.channel.close()
+            throw HTTPError(.internalServerError)
+        }
+    }
+
+    /// An HTML error page, as a front end answers when the service behind it fails.
+    private static func page(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "text/html"],
+            body: .init(byteBuffer: ByteBuffer(string: "<html><body>\(text)</body></html>"))
+        )
     }
 }

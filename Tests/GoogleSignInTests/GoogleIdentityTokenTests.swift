@@ -1,0 +1,217 @@
+import AsyncHTTPClient
+import Foundation
+import GoogleSignIn
+import GoogleSignInSandbox
+import JWTKit
+import ProviderSandbox
+import RevokerLocalStack
+import Testing
+
+@Suite("Google ID tokens are verified completely")
+struct GoogleIdentityTokenTests {
+    static let ios = "2000-ios.apps.googleusercontent.com"
+
+    /// Verifies a token the sandbox minted as asked, for the app (whose audiences include the iOS client).
+    func verify(
+        _ sandbox: RunningSandbox,
+        _ provider: GoogleProvider,
+        _ app: GoogleProviderApp,
+        _ request: GoogleSandboxAdmin.IdentityTokenRequest
+    ) async throws -> GoogleIdentityClaims {
+        let token = try await sandbox.google.mintIdentityToken(request)
+        return try await provider.verifier.verify(token, audiences: app.app.audiences)
+    }
+
+    func withProvider(
+        _ configuration: GoogleSandbox.Configuration = .init(),
+        _ body: (RunningSandbox, GoogleProvider, GoogleProviderApp) async throws -> Void
+    ) async throws {
+        try await RunningSandbox.with(google: configuration) { sandbox in
+            try await sandbox.withGoogleClient { client in
+                let app = try await sandbox.registerGoogleApp(audiences: [Self.ios])
+                let provider = GoogleProvider(apps: [app], client: client)
+                try await body(sandbox, provider, try #require(provider.apps[app.clientID]))
+            }
+        }
+    }
+
+    @Test func aGenuineTokenOfAnyOfTheAppsClientsVerifiesInBothIssuerSpellings() async throws {
+        try await withProvider { sandbox, provider, app in
+            let web = try await verify(sandbox, provider, app, .init(subject: "u1", audience: [app.clientID]))
+            #expect(web.googleUserID == "u1")
+            let ios = try await verify(
+                sandbox,
+                provider,
+                app,
+                .init(
+                    subject: "u2",
+                    audience: [Self.ios],
+                    issuer: "accounts.google.com",
+                    email: "a@corp.example",
+                    emailVerified: true,
+                    emailVerifiedAsString: true,
+                    hostedDomain: "corp.example"
+                )
+            )
+            #expect(ios.googleUserID == "u2")
+            #expect(ios.emailVerified?.value == true, "the string \"true\" decodes")
+            #expect(ios.hostedDomain == "corp.example")
+            let boolFalse = try await verify(sandbox, provider, app, .init(subject: "u3", audience: [app.clientID], emailVerified: false))
+            #expect(boolFalse.emailVerified?.value == false)
+            #expect(boolFalse.hostedDomain == nil)
+            // Through the seam, as the API uses it.
+            let token = try await sandbox.google.mintIdentityToken(.init(subject: "u4", audience: [Self.ios]))
+            #expect(try await provider.verifyIdentityToken(token, clientID: app.clientID) == "u4")
+        }
+    }
+
+    @Test(arguments: [
+        (
+            GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: ["9-other.apps.googleusercontent.com"]),
+            GoogleSignInError.Code.wrongAudience
+        ),
+        (.init(subject: "u", audience: [GoogleIdentityTokenTests.ios, "9-other.apps.googleusercontent.com"]), .wrongAudience),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], issuer: "https://accounts.google.com.evil.example"), .wrongIssuer),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], issuer: "https://appleid.apple.com"), .wrongIssuer),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], expiresIn: -120), .expiredIdentityToken),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], expiresIn: 7200, issuedIn: 600), .issuedInFuture),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], signature: .unknownKey), .unknownSigningKey),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], signature: .forged), .invalidSignature),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], signature: .algorithmNone), .unsupportedAlgorithm),
+        (.init(subject: "u", audience: ["1000-web.apps.googleusercontent.com"], signature: .hmacWithPublicKey), .unsupportedAlgorithm),
+        (.init(subject: "", audience: ["1000-web.apps.googleusercontent.com"]), .malformedIdentityToken),
+    ])
+    func aTokenThatIsWrongInOneWayIsRefusedNamingIt(
+        request: GoogleSandboxAdmin.IdentityTokenRequest,
+        code: GoogleSignInError.Code
+    ) async throws {
+        try await withProvider { sandbox, provider, app in
+            await #expect {
+                try await verify(sandbox, provider, app, request)
+            } throws: { ($0 as? GoogleSignInError)?.code == code }
+            // Through the seam the code is kept and nothing of the token is echoed.
+            let token = try await sandbox.google.mintIdentityToken(request)
+            do {
+                _ = try await provider.verifyIdentityToken(token, clientID: app.clientID)
+                Issue.record("a bad token verified")
+            } catch let rejected as IdentityTokenRejected {
+                #expect(rejected.code == code.rawValue)
+                #expect(!rejected.reason.contains(token.prefix(20)))
+            }
+        }
+    }
+
+    @Test func severalAudiencesNeedTheAppAsAuthorizedParty() async throws {
+        try await withProvider { sandbox, provider, app in
+            let both = [app.clientID, "9-other.apps.googleusercontent.com"]
+            let claims = try await verify(sandbox, provider, app, .init(subject: "u", audience: both, authorizedParty: app.clientID))
+            #expect(claims.googleUserID == "u")
+            await #expect {
+                try await verify(sandbox, provider, app, .init(subject: "u", audience: both, authorizedParty: "9-other.apps.googleusercontent.com"))
+            } throws: { ($0 as? GoogleSignInError)?.code == .wrongAudience }
+        }
+    }
+
+    @Test func aTamperedPayloadIsRefused() async throws {
+        try await withProvider { sandbox, provider, app in
+            let token = try await sandbox.google.mintIdentityToken(.init(subject: "victim", audience: [app.clientID]))
+            var parts = token.split(separator: ".").map(String.init)
+            let payload = try #require(Data(base64Encoded: Self.padded(parts[1])))
+            let tampered = String(decoding: payload, as: UTF8.self).replacingOccurrences(of: "victim", with: "attacker")
+            parts[1] = Data(tampered.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            await #expect {
+                try await provider.verifier.verify(parts.joined(separator: "."), audiences: app.app.audiences)
+            } throws: { ($0 as? GoogleSignInError)?.code == .invalidSignature }
+            await #expect {
+                try await provider.verifier.verify("not.a.jws", audiences: app.app.audiences)
+            } throws: { ($0 as? GoogleSignInError)?.code == .malformedIdentityToken }
+        }
+    }
+
+    static func padded(_ base64URL: String) -> String {
+        let text = base64URL.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        return text + String(repeating: "=", count: (4 - text.count % 4) % 4)
+    }
+
+    /// Verifies a token the sandbox mints for `request` with `verifier`.
+    func verify(
+        _ sandbox: RunningSandbox,
+        _ verifier: GoogleIdentityTokenVerifier,
+        _ app: GoogleApp,
+        _ request: GoogleSandboxAdmin.IdentityTokenRequest
+    ) async throws {
+        _ = try await verifier.verify(try await sandbox.google.mintIdentityToken(request), audiences: app.audiences)
+    }
+
+    @Test func anUnknownKeyIsFetchedForAtMostOncePerInterval() async throws {
+        try await RunningSandbox.with { sandbox in
+            try await sandbox.withGoogleClient { client in
+                let app = try await sandbox.registerGoogleApp()
+                let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
+                let patient = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600))
+                let eager = GoogleKeySet(client: client, minimumRefreshInterval: .zero)
+                for keys in [patient, eager] {
+                    try await verify(sandbox, GoogleIdentityTokenVerifier(keys: keys), app, request)
+                    try await verify(sandbox, GoogleIdentityTokenVerifier(keys: keys), app, request)
+                    #expect(await keys.keys.fetches == 1, "within max-age the cached keys serve")
+                }
+                _ = try await sandbox.google.rotateKeys()
+                // Right after a fetch a new kid is not fetched for: a flood of made-up kids costs Google nothing.
+                await #expect {
+                    try await verify(sandbox, GoogleIdentityTokenVerifier(keys: patient), app, request)
+                } throws: { ($0 as? GoogleSignInError)?.code == .unknownSigningKey }
+                #expect(await patient.keys.fetches == 1)
+                // Once the interval has passed it is, and the rotated key verifies.
+                try await verify(sandbox, GoogleIdentityTokenVerifier(keys: eager), app, request)
+                #expect(await eager.keys.fetches == 2)
+            }
+        }
+    }
+
+    @Test func keysAreFetchedAgainOnceTheirMaxAgeHasPassedAndARetiredKeyStopsVerifying() async throws {
+        try await RunningSandbox.with(google: .init(certsMaxAge: .seconds(1))) { sandbox in
+            try await sandbox.withGoogleClient { client in
+                let app = try await sandbox.registerGoogleApp()
+                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600))
+                let verifier = GoogleIdentityTokenVerifier(keys: keys)
+                let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
+                try await verify(sandbox, verifier, app, request)
+                try await Task.sleep(for: .milliseconds(1100))
+                try await verify(sandbox, verifier, app, request)
+                #expect(await keys.keys.fetches == 2)
+
+                let old = try await sandbox.google.mintIdentityToken(request)
+                _ = try await sandbox.google.rotateKeys(retire: true)
+                try await Task.sleep(for: .milliseconds(1100))
+                await #expect {
+                    try await verifier.verify(old, audiences: app.audiences)
+                } throws: { ($0 as? GoogleSignInError)?.code == .unknownSigningKey }
+                #expect(await keys.keys.fetches == 3)
+                #expect(try await sandbox.google.statistics().byOutcome["/oauth2/v3/certs 200 -"] == 3)
+            }
+        }
+    }
+
+    @Test func keysThatCannotBeFetchedAreATransientFailure() async throws {
+        try await RunningSandbox.with { sandbox in
+            let configuration = GoogleClient.Configuration(
+                oauthBaseURL: sandbox.googleBaseURL,
+                certsURL: sandbox.googleBaseURL + "/no-such-certs",
+                timeout: .seconds(10)
+            )
+            let app = try await sandbox.registerGoogleApp()
+            let httpClient = ProviderTransport.makeHTTPClient()
+            let client = GoogleClient(httpClient: httpClient, configuration: configuration)
+            let provider = GoogleProvider(apps: [app], client: client)
+            let token = try? await sandbox.google.mintIdentityToken(.init(subject: "u", audience: [app.clientID]))
+            await #expect {
+                try await provider.verifyIdentityToken(token ?? "", clientID: app.clientID)
+            } throws: { error in
+                // The sandbox answers 404 with no OAuth body: a proxy's page, so transient.
+                (error as? ProviderFailure)?.classification == .transient && (error as? ProviderFailure)?.endpoint == "/oauth2/v3/certs"
+            }
+            try await httpClient.shutdown()
+        }
+    }
+}
