@@ -259,6 +259,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignIn",
+                "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
                 "RevokerHTTP",
@@ -295,6 +297,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "GoogleSignIn",
+                "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
                 "RevokerHTTP",

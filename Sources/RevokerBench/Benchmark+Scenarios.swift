@@ -1,5 +1,6 @@
 import AppleSignInSandbox
 import Foundation
+import GoogleSignInSandbox
 import PostgresNIO
 import RevokerConfiguration
 import RevokerLocalStack
@@ -33,12 +34,18 @@ extension Benchmark {
     // MARK: Drain
 
     /// Enqueues a backlog of live grants, then lets `processes` workers drain it while measuring.
-    func measureDrain(latency: Int, processes: Int) async throws -> BenchmarkReport.Drain {
+    func measureDrain(latency: Int, processes: Int, google: Bool = false) async throws -> BenchmarkReport.Drain {
         let concurrency = options.concurrency(atLatency: latency)
         let batch = min(options.batchSize, concurrency)
         let worker: [String: any Sendable] = ["concurrency": concurrency, "batch_size": batch]
-        return try await withStage(latency: latency, worker: worker) { stage in
-            let grants = try await Grant.mint(options.requests, apps: Self.apps, prefix: "user-", sandbox: stage.sandbox)
+        return try await withStage(latency: latency, worker: worker, google: google) { stage in
+            let grants = try await Grant.mint(
+                options.requests,
+                apps: Self.apps,
+                googleApp: google ? Self.googleApp : nil,
+                prefix: "user-",
+                sandbox: stage.sandbox
+            )
             let enqueue = try await withOwnClient(stage) { client in
                 try await EnqueuePath.swift.enqueue(
                     grants,
@@ -103,6 +110,7 @@ extension Benchmark {
             }
             let revocations = Double(max(outcome.revoked, 1))
             return BenchmarkReport.Drain(
+                workload: google ? "apple+google" : "apple",
                 latencyMilliseconds: latency,
                 workerProcesses: processes,
                 concurrencyPerProcess: concurrency,
@@ -286,7 +294,7 @@ struct DrainOutcome {
             let states = byState.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
             problems.append("\(revoked) of \(grants.count) requests ended revoked (\(states))")
         }
-        let reports = Dictionary(uniqueKeysWithValues: try await sandbox.admin.grants().map { ($0.id, $0) })
+        let reports = Dictionary(uniqueKeysWithValues: try await (sandbox.admin.grants() + sandbox.google.grants()).map { ($0.id, $0) })
         let unrevoked = grants.filter { reports[$0.grantID]?.revoked != true }.count
         if unrevoked > 0 { problems.append("the sandbox saw \(unrevoked) of \(grants.count) grants not revoked") }
         return problems

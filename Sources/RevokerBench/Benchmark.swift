@@ -1,6 +1,7 @@
 import AppleSignIn
 import AppleSignInSandbox
 import Foundation
+import GoogleSignInSandbox
 import Logging
 import PostgresNIO
 import RevokerApp
@@ -22,6 +23,8 @@ import Glibc
 /// request ended `succeeded`/`revoked` and the sandbox saw every grant revoked.
 public struct Benchmark: Sendable {
     static let apps = ["com.example.bench.notes", "com.example.bench.photos"]
+    /// The Google client of the mixed workload.
+    static let googleApp = "1000-bench.apps.googleusercontent.com"
     /// Marks the benchmark's own SQL, so that statement counts leave it out.
     static let marker = "/* revoker-bench */"
 
@@ -67,6 +70,14 @@ public struct Benchmark: Sendable {
                 drains.append(drain)
             }
         }
+        for latency in options.mixedLatenciesMilliseconds {
+            progress("drain: \(options.requests) requests, every other one a Google grant, latency \(latency) ms, 1 worker process")
+            let drain = try await measureDrain(latency: latency, processes: 1, google: true)
+            progress(
+                "  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s\(drain.valid ? "" : " INVALID: \(drain.problems.joined(separator: "; "))")"
+            )
+            drains.append(drain)
+        }
         var pickup: BenchmarkReport.Pickup?
         if options.pickupSamples > 0 {
             progress("pickup: \(options.pickupSamples) single requests on an idle worker")
@@ -88,11 +99,18 @@ public struct Benchmark: Sendable {
     /// A fresh database (migrated) and a fresh sandbox with the two apps registered and their configuration files.
     typealias Stage = LocalStack
 
-    func withStage<T: Sendable>(latency: Int = 0, worker: [String: any Sendable] = [:], _ body: (Stage) async throws -> T) async throws -> T {
+    func withStage<T: Sendable>(
+        latency: Int = 0,
+        worker: [String: any Sendable] = [:],
+        google: Bool = false,
+        _ body: (Stage) async throws -> T
+    ) async throws -> T {
         try await LocalStack.with(
             clientIDs: Self.apps,
+            googleClientIDs: google ? [Self.googleApp] : [],
             worker: worker,
             sandbox: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
+            google: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
             server: options.databaseURL,
             logger: logger
         ) { stage in

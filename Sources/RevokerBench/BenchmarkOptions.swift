@@ -32,6 +32,9 @@ public struct BenchmarkOptions: Sendable {
     /// Whether the audit trail is chained (migration 0006, as deployed). Off, each scenario's
     /// database stamps audit rows as before 0006: only to measure what the chain costs.
     public var auditChain = true
+    /// Latencies at which one more drain (by one worker process) runs a mixed workload: every
+    /// other request a Google grant, beside Apple's.
+    public var mixedLatenciesMilliseconds = [0]
 
     /// The full run's defaults, with the `revoker` binary to start as workers and the server to use.
     public init(binary: String, databaseURL: String) {

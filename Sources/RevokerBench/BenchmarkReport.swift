@@ -61,6 +61,8 @@ public struct BenchmarkReport: Codable, Sendable {
 
     /// One drain of a backlog.
     public struct Drain: Codable, Sendable {
+        /// Whose grants: `apple`, or `apple+google` (every other request Google's).
+        public var workload: String?
         /// The sandbox's added latency per Apple call.
         public var latencyMilliseconds: Int
         /// `revoker work` processes, each with `concurrencyPerProcess` requests in flight and claims of `batchSize`.
@@ -186,13 +188,15 @@ extension BenchmarkReport {
         }
         lines.append("")
         let header = [
-            "Apple ms", "procs", "conc", "rev/s", "p50 ms", "p95 ms", "p99 ms", "RSS MB", "CPU s/1k", "PG CPU/1k", "stmts/rev", "xacts/rev",
+            "grants", "latency ms", "procs", "conc", "rev/s", "p50 ms", "p95 ms", "p99 ms", "RSS MB", "CPU s/1k", "PG CPU/1k", "stmts/rev",
+            "xacts/rev",
             "audit", "valid",
         ]
         var rows = [header]
         for drain in drains {
             rows.append([
-                "\(drain.latencyMilliseconds)", "\(drain.workerProcesses)", "\(drain.concurrencyPerProcess)", Self.number(drain.revocationsPerSecond),
+                drain.workload ?? "apple", "\(drain.latencyMilliseconds)", "\(drain.workerProcesses)", "\(drain.concurrencyPerProcess)",
+                Self.number(drain.revocationsPerSecond),
                 Self.number(drain.latency.p50), Self.number(drain.latency.p95), Self.number(drain.latency.p99),
                 Self.decimal(drain.workerPeakRSSMegabytes, 1), Self.decimal(drain.workerCPUSecondsPer1000, 2),
                 Self.decimal(drain.postgresCPUSecondsPer1000, 2), drain.statementsPerRevocation.map { Self.decimal($0, 2) } ?? "-",
@@ -200,7 +204,9 @@ extension BenchmarkReport {
                 drain.auditChain ? drain.auditRowsVerified.map { "\($0) ok" } ?? "NOT OK" : "no chain", drain.valid ? "yes" : "NO",
             ])
         }
-        lines.append("Drain (\(requests) requests: 80% refresh tokens, 20% authorization codes, two apps)")
+        lines.append(
+            "Drain (\(requests) requests: 80% refresh tokens, 20% authorization codes; apple: two Apple apps, apple+google: every other request a Google grant)"
+        )
         lines += Self.align(rows).map { "  " + $0 }
         if let pickup {
             lines.append("")
@@ -211,7 +217,9 @@ extension BenchmarkReport {
             )
         }
         let problems =
-            drains.flatMap { drain in drain.problems.map { "\(drain.latencyMilliseconds) ms, \(drain.workerProcesses) process(es): \($0)" } }
+            drains.flatMap { drain in
+                drain.problems.map { "\(drain.workload ?? "apple"), \(drain.latencyMilliseconds) ms, \(drain.workerProcesses) process(es): \($0)" }
+            }
             + (pickup?.problems ?? []).map { "pickup: \($0)" }
         if !problems.isEmpty {
             lines.append("")

@@ -2,6 +2,8 @@ import AppleSignInSandbox
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import GoogleSignIn
+import GoogleSignInSandbox
 import Hummingbird
 import Logging
 import NIOCore
@@ -16,6 +18,7 @@ import RevokerStore
 
 /// One user's grant as the app holds it: what the benchmark enqueues. The secret stays in memory.
 struct Grant: Sendable {
+    var provider = ProviderName.apple
     var clientID: String
     var reference: String
     var kind: CredentialKind
@@ -30,11 +33,26 @@ struct Grant: Sendable {
         return (clientID, "\(prefix)\(index)", kind)
     }
 
-    /// Signs `count` users in at the sandbox: each gets a live code or refresh token.
-    static func mint(_ count: Int, apps: [String], prefix: String, sandbox: RunningSandbox, width: Int = 16) async throws -> [Grant] {
+    /// Signs `count` users in at the sandbox: each gets a live code or refresh token. With a
+    /// `googleApp`, every other user signed in with Google instead.
+    static func mint(
+        _ count: Int,
+        apps: [String],
+        googleApp: String? = nil,
+        prefix: String,
+        sandbox: RunningSandbox,
+        width: Int = 16
+    ) async throws -> [Grant] {
         try await concurrently(count, width: width) { index in
             let (clientID, reference, kind) = planned(index, apps: apps, prefix: prefix)
             let subject = "bench-\(reference)"
+            if let googleApp, index % 2 == 1 {
+                let minted =
+                    kind == .authorizationCode
+                    ? try await sandbox.google.mintCode(.init(clientID: googleApp, subject: subject))
+                    : try await sandbox.google.mintRefreshToken(clientID: googleApp, subject: subject)
+                return Grant(provider: .google, clientID: googleApp, reference: reference, kind: kind, secret: minted.value, grantID: minted.grantID)
+            }
             let minted =
                 kind == .authorizationCode
                 ? try await sandbox.admin.mintCode(clientID: clientID, subject: subject)
@@ -53,7 +71,12 @@ struct Grant: Sendable {
     }
 
     func newRevocation() throws -> NewRevocation {
-        try NewRevocation(clientID: clientID, externalReference: reference, credential: Credential(kind: kind, secret: secret))
+        try NewRevocation(
+            provider: provider.rawValue,
+            clientID: clientID,
+            externalReference: reference,
+            credential: Credential(kind: kind, secret: secret)
+        )
     }
 }
 

@@ -1,6 +1,8 @@
 import AppleSignIn
 import AppleSignInSandbox
 import Foundation
+import GoogleSignIn
+import GoogleSignInSandbox
 import Logging
 import PostgresNIO
 import RevokerApp
@@ -10,11 +12,12 @@ import RevokerLocalStack
 import RevokerStore
 import RevokerWorker
 
-/// The whole story on this machine, for `revoker demo`: an in-process Apple sandbox with two
-/// apps and fresh keys, a realistic mix of deletions enqueued (codes with and without
-/// `redirect_uri`, refresh and access tokens, an already revoked token, another user's token,
-/// a used code, one enqueue through SQL inside a transaction), drained, and each outcome and
-/// the audit trail shown. Nothing reaches Apple.
+/// The whole story on this machine, for `revoker demo`: in-process Apple and Google sandboxes
+/// with two Apple apps and a Google app, a realistic mix of deletions enqueued (codes with and
+/// without `redirect_uri`, refresh and access tokens, an already revoked token, another user's
+/// token, a used code, one enqueue through SQL inside a transaction, an account with an Apple
+/// and a Google grant), drained, and each outcome and the audit trail shown. Nothing reaches
+/// Apple or Google.
 public struct Demo: Sendable {
     let databaseURL: String
     let logger: Logger
@@ -36,6 +39,7 @@ public struct Demo: Sendable {
         var redirectURI: String? = nil
         var appleUserID: String? = nil
         var viaSQL = false
+        var provider = ProviderName.apple
         var grantID = ""
         var secret = ""
     }
@@ -45,16 +49,23 @@ public struct Demo: Sendable {
         let databaseURL = self.databaseURL
         let logger = self.logger
         return try await RunningSandbox.with { sandbox in
-            let files = try LocalConfiguration(clientIDs: ["com.example.notes", "com.example.photos.web"], worker: ["retry_base_seconds": 0.2])
+            let files = try LocalConfiguration(
+                clientIDs: ["com.example.notes", "com.example.photos.web"],
+                googleClientIDs: ["1000-notes.apps.googleusercontent.com"],
+                worker: ["retry_base_seconds": 0.2]
+            )
             defer { try? FileManager.default.removeItem(at: files.directory) }
             try await files.register(with: sandbox)
             let configuration = try RevokerConfiguration.load(
                 file: files.configFile,
-                environment: files.environment(databaseURL: databaseURL, appleBaseURL: sandbox.baseURL)
+                environment: files.environment(databaseURL: databaseURL, appleBaseURL: sandbox.baseURL, googleBaseURL: sandbox.googleBaseURL)
             )
             let notes = files.apps[0].clientID
             let photos = files.apps[1].clientID
-            section("1. Apple sandbox on \(sandbox.baseURL); apps \(notes) and \(photos) registered with fresh keys")
+            let googleNotes = files.googleApps[0].clientID
+            section(
+                "1. Apple sandbox on \(sandbox.baseURL), Google's on \(sandbox.googleBaseURL); Apple apps \(notes) and \(photos) registered with fresh keys, Google client \(googleNotes) with a fresh secret"
+            )
 
             try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
                 let applied = try await running.app.migrate()
@@ -108,6 +119,31 @@ public struct Demo: Sendable {
                     expected: .revoked,
                     viaSQL: true
                 ),
+                Scenario(
+                    reference: "user-1001",
+                    app: 0,
+                    kind: .refreshToken,
+                    story: "the same account also signed in with Google",
+                    expected: .revoked,
+                    appleUserID: "110000000000000001001",
+                    provider: .google
+                ),
+                Scenario(
+                    reference: "user-1009",
+                    app: 0,
+                    kind: .authorizationCode,
+                    story: "Google server auth code, never exchanged",
+                    expected: .revoked,
+                    provider: .google
+                ),
+                Scenario(
+                    reference: "user-1010",
+                    app: 0,
+                    kind: .refreshToken,
+                    story: "user removed the app's access to their Google account",
+                    expected: .alreadyInvalid,
+                    provider: .google
+                ),
             ]
 
             let scenarios = try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
@@ -120,7 +156,30 @@ public struct Demo: Sendable {
                         client: client
                     )
                     let queue = RevocationQueue(client: database, sealer: configuration.sealer, logger: logger)
-                    for index in scenarios.indices {
+                    for index in scenarios.indices where scenarios[index].provider == .google {
+                        let scenario = scenarios[index]
+                        let subject = scenario.appleUserID ?? "1100000000000000\(index)"
+                        let minted: SandboxAdmin.Minted =
+                            switch scenario.kind {
+                            case .authorizationCode: try await sandbox.google.mintCode(.init(clientID: googleNotes, subject: subject))
+                            default: try await sandbox.google.mintRefreshToken(clientID: googleNotes, subject: subject)
+                            }
+                        (scenarios[index].grantID, scenarios[index].secret) = (minted.grantID, minted.value)
+                        if scenario.expected == .alreadyInvalid {
+                            try await sandbox.withGoogleClient { try await $0.revoke(token: minted.value) }
+                        }
+                        _ = try await queue.enqueue(
+                            try NewRevocation(
+                                provider: scenario.provider.rawValue,
+                                clientID: googleNotes,
+                                externalReference: scenario.reference,
+                                appleUserID: scenario.appleUserID,
+                                credential: Credential(kind: scenario.kind, secret: minted.value)
+                            ),
+                            actor: "demo"
+                        )
+                    }
+                    for index in scenarios.indices where scenarios[index].provider == .apple {
                         let scenario = scenarios[index]
                         let clientID = files.apps[scenario.app].clientID
                         let subject = scenario.appleUserID.map { $0.contains("someone-else") ? "000007.demo" : $0 } ?? "0000\(index).demo"
@@ -164,7 +223,7 @@ public struct Demo: Sendable {
             }
             section("3. Enqueued \(scenarios.count) deletions")
             for scenario in scenarios {
-                output("   \(pad(scenario.reference, 10)) \(pad(scenario.kind.rawValue, 19)) \(scenario.story)")
+                output("   \(pad(scenario.reference, 10)) \(pad(scenario.provider.rawValue, 7)) \(pad(scenario.kind.rawValue, 19)) \(scenario.story)")
             }
 
             let drain = try await RevokerApp(
@@ -181,15 +240,19 @@ public struct Demo: Sendable {
                 let database = running.database
                 let queue = running.app.queue
                 let requests = try await queue.list(RevocationFilter(limit: 100))
-                output("   \(pad("reference", 10)) \(pad("outcome", 17)) \(pad("expected", 17)) Apple's record of the grant")
+                output("   \(pad("reference", 10)) \(pad("via", 7)) \(pad("outcome", 17)) \(pad("expected", 17)) the provider's record of the grant")
                 var surprises = 0
                 for scenario in scenarios {
-                    let request = requests.first { $0.externalReference == scenario.reference }
-                    let grant = try await sandbox.admin.grant(scenario.grantID)
+                    let request = requests.first { $0.externalReference == scenario.reference && $0.provider == scenario.provider.rawValue }
+                    let grant =
+                        scenario.provider == .google
+                        ? try await sandbox.google.grant(scenario.grantID) : try await sandbox.admin.grant(scenario.grantID)
                     let outcome = request?.outcome?.rawValue ?? request?.state.rawValue ?? "missing"
                     if outcome != scenario.expected.rawValue { surprises += 1 }
-                    let apple = "revoked=\(grant.revoked) code_exchanges=\(grant.codeExchanges) validations=\(grant.validations)"
-                    output("   \(pad(scenario.reference, 10)) \(pad(outcome, 17)) \(pad(scenario.expected.rawValue, 17)) \(apple)")
+                    let record = "revoked=\(grant.revoked) code_exchanges=\(grant.codeExchanges) validations=\(grant.validations)"
+                    output(
+                        "   \(pad(scenario.reference, 10)) \(pad(scenario.provider.rawValue, 7)) \(pad(outcome, 17)) \(pad(scenario.expected.rawValue, 17)) \(record)"
+                    )
                 }
 
                 let audit = try await AuditLog(client: database, logger: logger).query(AuditQuery(limit: 1000))
@@ -202,7 +265,8 @@ public struct Demo: Sendable {
                     "5. The audit trail, by request (\(audit.records.count) events; \(leaked.isEmpty ? "checked: no code or token appears in it" : "A TOKEN APPEARS IN \(leaked.count) EVENTS"))"
                 )
                 let byRequest = Dictionary(grouping: audit.records, by: { $0.externalReference ?? "" })
-                for record in scenarios.flatMap({ byRequest[$0.reference] ?? [] }) {
+                var seen = Set<String>()
+                for record in scenarios.filter({ seen.insert($0.reference).inserted }).flatMap({ byRequest[$0.reference] ?? [] }) {
                     let apple = [record.appleEndpoint, record.httpStatus.map(String.init), record.appleError].compactMap { $0 }.joined(separator: " ")
                     output(
                         "   \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.externalReference ?? "-", 10)) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"

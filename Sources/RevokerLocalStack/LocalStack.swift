@@ -1,5 +1,6 @@
 import AppleSignInSandbox
 import Foundation
+import GoogleSignInSandbox
 import Logging
 import RevokerConfiguration
 import RevokerStore
@@ -31,6 +32,7 @@ public struct LocalStack: Sendable {
     ///   - http: `http` settings for the configuration file.
     ///   - settings: further top-level settings for the configuration file (`webhooks`, …).
     ///   - sandbox: the sandbox's faults and lifetimes.
+    ///   - google: the Google sandbox's.
     ///   - server: the PostgreSQL server to make the database on (default: `DATABASE_URL`).
     public static func with<T: Sendable>(
         clientIDs: [String],
@@ -39,6 +41,7 @@ public struct LocalStack: Sendable {
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:],
         sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
+        google googleConfiguration: GoogleSandbox.Configuration = .init(),
         server: String? = nil,
         logger: Logger = Logger(label: "revoker.local", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (LocalStack) async throws -> T
@@ -47,7 +50,7 @@ public struct LocalStack: Sendable {
             _ = try await reportingStall("migrating \(database.name)") {
                 try await Migrator(client: database.client, logger: logger).migrate()
             }
-            return try await RunningSandbox.with(configuration: sandboxConfiguration) { sandbox in
+            return try await RunningSandbox.with(configuration: sandboxConfiguration, google: googleConfiguration) { sandbox in
                 let files = try LocalConfiguration(
                     clientIDs: clientIDs,
                     googleClientIDs: googleClientIDs,

@@ -7,12 +7,13 @@ import Testing
 /// The benchmark's small-N run: correctness only. Speed is reported by `scripts/bench`, never asserted.
 @Suite("revoker bench --smoke")
 struct BenchmarkSmokeTests {
-    @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkers() async throws {
+    @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkersAndAMixedAppleAndGoogleWorkload() async throws {
         let options = BenchmarkOptions.smoke(binary: RevokerProcess.binary, databaseURL: try ScratchDatabase.baseURL())
         let report = try await Benchmark(options: options).run()
 
         #expect(report.valid, "\(report.table())")
-        #expect(report.drains.map(\.workerProcesses) == [1, 2])
+        #expect(report.drains.map(\.workerProcesses) == [1, 2, 1])
+        #expect(report.drains.map(\.workload) == ["apple", "apple", "apple+google"])
         for drain in report.drains {
             #expect(drain.problems.isEmpty, "\(drain.problems)")
             #expect(drain.requests == options.requests)
@@ -22,6 +23,7 @@ struct BenchmarkSmokeTests {
         #expect(report.pickup?.milliseconds.samples == options.pickupSamples)
         // The JSON written for people and CI decodes back and holds the same verdict.
         let decoded = try JSONSerialization.jsonObject(with: report.json()) as? [String: Any]
-        #expect((decoded?["drains"] as? [Any])?.count == 2)
+        #expect((decoded?["drains"] as? [Any])?.count == 3)
+        #expect(report.table().contains("apple+google"))
     }
 }

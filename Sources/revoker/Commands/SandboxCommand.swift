@@ -93,7 +93,10 @@ struct SandboxCommand: AsyncParsableCommand {
         let application = sandbox.application(host: host, port: port, logger: logger, beside: google) { [host] port in
             // Written unbuffered: scripts wait for this line on a pipe.
             FileHandle.standardOutput.write(
-                Data("Apple sandbox listening on http://\(host):\(port) (Google's at http://\(host):\(port)\(GoogleSandbox.prefix))\n".utf8)
+                Data(
+                    "Apple sandbox listening on http://\(host):\(port)\nGoogle sandbox listening on http://\(host):\(port)\(GoogleSandbox.prefix)\n"
+                        .utf8
+                )
             )
         }
         try await application.runService()
