@@ -89,6 +89,7 @@ let package = Package(
                 "GoogleSignIn",
                 "ProviderSandbox",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
@@ -183,6 +184,7 @@ let package = Package(
             name: "RevokerHTTP",
             dependencies: [
                 "AppleSignIn",
+                "GoogleSignIn",
                 "RevokerProvider",
                 "RevokerEvidence",
                 "RevokerStore",
@@ -418,6 +420,7 @@ let package = Package(
                 "AppleSignIn",
                 "AppleSignInSandbox",
                 "GoogleSignInSandbox",
+                "ProviderSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
                 "RevokerEvidence",

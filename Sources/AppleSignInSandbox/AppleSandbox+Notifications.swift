@@ -62,25 +62,7 @@ extension AppleSandbox {
     }
 
     static func post(_ message: Data, to url: String, jti: String) async throws -> SandboxAdmin.NotificationDelivery {
-        var request = HTTPClientRequest(url: url)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
-        request.headers.add(name: "User-Agent", value: "AppleSignInSandbox")
-        request.body = .bytes(ByteBuffer(data: message))
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-        var body = try await response.body.collect(upTo: 1024 * 1024)
-        let text = body.readString(length: min(body.readableBytes, 4096)) ?? ""
-        return SandboxAdmin.NotificationDelivery(jti: jti, status: Int(response.status.code), body: text)
+        let (status, body) = try await SentMessages.push(message, to: url, contentType: "application/json", userAgent: "AppleSignInSandbox")
+        return SandboxAdmin.NotificationDelivery(jti: jti, status: status, body: body)
     }
-}
-
-/// Notifications the sandbox sent, for replays.
-actor SentNotifications {
-    private var sent: [String: (message: Data, url: String)] = [:]
-
-    func remember(_ jti: String, message: Data, url: String) {
-        sent[jti] = (message, url)
-    }
-
-    func sent(_ jti: String) -> (message: Data, url: String)? { sent[jti] }
 }

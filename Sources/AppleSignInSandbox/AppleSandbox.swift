@@ -44,7 +44,7 @@ public struct AppleSandbox: Sendable {
     public let configuration: Configuration
     let state: SandboxState
     let identityTokens: SandboxSigningKeys
-    let notifications = SentNotifications()
+    let notifications = SentMessages()
 
     public init(configuration: Configuration = .init()) async throws {
         self.configuration = configuration

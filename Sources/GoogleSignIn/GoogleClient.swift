@@ -10,6 +10,7 @@ public enum GoogleEndpoint: String, Sendable, Hashable, CaseIterable {
     case token = "/token"
     case revoke = "/revoke"
     case certs = "/oauth2/v3/certs"
+    case riscConfiguration = "/.well-known/risc-configuration"
 }
 
 /// Talks to Google's OAuth 2.0 endpoints over one shared, pooled HTTP client: form bodies,
@@ -22,11 +23,15 @@ public struct GoogleClient: Sendable {
         public static let googleOAuthBaseURL = "https://oauth2.googleapis.com"
         /// Google's identity-token signing keys.
         public static let googleCertsURL = "https://www.googleapis.com/oauth2/v3/certs"
+        /// Cross-Account Protection's discovery document, which names the keys of its tokens.
+        public static let googleRISCConfigurationURL = "https://accounts.google.com/.well-known/risc-configuration"
 
         /// The base of `/token` and `/revoke`, without a trailing slash; the sandbox's in tests.
         public var oauthBaseURL: String
         /// The JWKS of Google's identity-token keys.
         public var certsURL: String
+        /// Cross-Account Protection's discovery document (its `jwks_uri` signs security events).
+        public var riscConfigurationURL: String
         /// The whole-call deadline, connection to last body byte.
         public var timeout: Duration
         public var userAgent: String
@@ -36,6 +41,7 @@ public struct GoogleClient: Sendable {
         public init(
             oauthBaseURL: String = Self.googleOAuthBaseURL,
             certsURL: String = Self.googleCertsURL,
+            riscConfigurationURL: String = Self.googleRISCConfigurationURL,
             timeout: Duration = .seconds(10),
             userAgent: String = "Revoker/1.0 (Google Sign-In account deletion)",
             maximumResponseBytes: Int = 64 * 1024
@@ -44,6 +50,7 @@ public struct GoogleClient: Sendable {
             while base.hasSuffix("/") { base.removeLast() }
             self.oauthBaseURL = base
             self.certsURL = certsURL
+            self.riscConfigurationURL = riscConfigurationURL
             self.timeout = timeout
             self.userAgent = userAgent
             self.maximumResponseBytes = maximumResponseBytes
@@ -66,7 +73,30 @@ public struct GoogleClient: Sendable {
 
     /// Google's identity-token keys and how long they may be cached (`Cache-Control: max-age`).
     public func keys() async throws -> (keys: JWKS, maxAge: Duration?) {
-        let response = try await send(.certs, url: configuration.certsURL, method: .GET, form: nil)
+        try await keys(at: configuration.certsURL)
+    }
+
+    /// The keys that sign Cross-Account Protection's security events: the `jwks_uri` of its
+    /// discovery document (the issuer is pinned by the verifier, not read from the document).
+    public func riscKeys() async throws -> (keys: JWKS, maxAge: Duration?) {
+        struct Discovery: Decodable { var jwks_uri: String }
+        let response = try await send(.riscConfiguration, url: configuration.riscConfigurationURL, method: .GET, form: nil)
+        guard response.status == 200 else { throw failure(.riscConfiguration, response, secrets: []) }
+        guard let discovery = try? JSONDecoder().decode(Discovery.self, from: response.body),
+            let url = URL(string: discovery.jwks_uri), ["https", "http"].contains(url.scheme ?? ""), url.host != nil
+        else {
+            throw ProviderFailure(
+                endpoint: GoogleEndpoint.riscConfiguration.rawValue,
+                classification: .transient,
+                httpStatus: 200,
+                detail: "HTTP 200 with a body that names no usable jwks_uri"
+            )
+        }
+        return try await keys(at: discovery.jwks_uri)
+    }
+
+    private func keys(at url: String) async throws -> (keys: JWKS, maxAge: Duration?) {
+        let response = try await send(.certs, url: url, method: .GET, form: nil)
         guard response.status == 200 else { throw failure(.certs, response, secrets: []) }
         guard let jwks = try? JSONDecoder().decode(JWKS.self, from: response.body) else {
             throw ProviderFailure(

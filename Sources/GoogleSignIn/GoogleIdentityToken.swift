@@ -67,8 +67,17 @@ public struct GoogleKeySet: Sendable {
     public let keys: RS256KeySet
 
     public init(client: GoogleClient, minimumRefreshInterval: Duration = .seconds(60)) {
+        self.init(minimumRefreshInterval: minimumRefreshInterval) { try await client.keys() }
+    }
+
+    /// The keys of Cross-Account Protection's security events (`jwks_uri` of its discovery document).
+    public static func risc(client: GoogleClient, minimumRefreshInterval: Duration = .seconds(60)) -> GoogleKeySet {
+        GoogleKeySet(minimumRefreshInterval: minimumRefreshInterval) { try await client.riscKeys() }
+    }
+
+    private init(minimumRefreshInterval: Duration, fetch: @escaping @Sendable () async throws -> (keys: JWKS, maxAge: Duration?)) {
         self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) {
-            let (jwks, maxAge) = try await client.keys()
+            let (jwks, maxAge) = try await fetch()
             // Without a max-age, an hour: keys Google retires must not stay trusted for ever.
             return (jwks, maxAge ?? .seconds(3600))
         }
@@ -81,9 +90,9 @@ public struct GoogleKeySet: Sendable {
         as _: Payload.Type,
         noun: String,
         malformed: GoogleSignInError.Code
-    ) async throws -> Payload {
+    ) async throws -> (kid: String, payload: Payload) {
         do {
-            return try await keys.verify(token, as: Payload.self).payload
+            return try await keys.verify(token, as: Payload.self)
         } catch let rejection as RS256KeySet.Rejection {
             switch rejection {
             case .malformed: throw GoogleSignInError(malformed, "\(noun) is not a well-formed JWS with Google's claims.")
@@ -113,7 +122,7 @@ public struct GoogleIdentityTokenVerifier: Sendable {
     /// cannot be fetched.
     public func verify(_ token: String, audiences: [String], now: Date = Date()) async throws -> GoogleIdentityClaims {
         let noun = "The identity token"
-        let claims = try await keys.verifySignature(token, as: GoogleIdentityClaims.self, noun: noun, malformed: .malformedIdentityToken)
+        let claims = try await keys.verifySignature(token, as: GoogleIdentityClaims.self, noun: noun, malformed: .malformedIdentityToken).payload
         guard GoogleIdentityClaims.googleIssuers.contains(claims.issuer.value) else {
             throw GoogleSignInError(.wrongIssuer, "\(noun) was issued by '\(claims.issuer.value.prefix(100))', not Google.")
         }

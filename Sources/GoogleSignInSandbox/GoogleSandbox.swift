@@ -45,6 +45,7 @@ public struct GoogleSandbox: MountableSandbox {
     public let configuration: Configuration
     let state: GoogleSandboxState
     let keys: SandboxSigningKeys
+    let sent = SentMessages()
 
     public init(configuration: Configuration = .init()) async throws {
         self.configuration = configuration
@@ -90,7 +91,9 @@ public struct GoogleSandbox: MountableSandbox {
                 body: .init(byteBuffer: ByteBuffer(data: await self.keys.jwksJSON))
             )
         }
-        addAdminRoutes(to: group.group("sandbox"))
+        let admin = group.group("sandbox")
+        addAdminRoutes(to: admin)
+        addRISCRoutes(to: group, admin: admin)
     }
 
     // MARK: Google's endpoints

@@ -1,7 +1,9 @@
+import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import NIOCore
 import NIOFoundationCompat
+import NIOHTTP1
 import RevokerProvider
 
 /// Random values for codes, tokens and key ids.
@@ -86,4 +88,30 @@ package struct SandboxFormProblem: Error, Sendable {
 public protocol MountableSandbox: Sendable {
     /// Adds the sandbox's routes under its prefix.
     func addRoutes(to router: Router<SandboxRequestContext>)
+}
+
+/// Messages a sandbox pushed to receivers (notifications, security events), for replays.
+package actor SentMessages {
+    private var sent: [String: (message: Data, url: String)] = [:]
+
+    package init() {}
+
+    package func remember(_ jti: String, message: Data, url: String) {
+        sent[jti] = (message, url)
+    }
+
+    package func sent(_ jti: String) -> (message: Data, url: String)? { sent[jti] }
+
+    /// POSTs `message` to `url` as a provider pushes it; returns the receiver's status and body
+    /// (at most 4 KiB of it).
+    package static func push(_ message: Data, to url: String, contentType: String, userAgent: String) async throws -> (status: Int, body: String) {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: contentType)
+        request.headers.add(name: "User-Agent", value: userAgent)
+        request.body = .bytes(ByteBuffer(data: message))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        var body = try await response.body.collect(upTo: 1024 * 1024)
+        return (Int(response.status.code), body.readString(length: min(body.readableBytes, 4096)) ?? "")
+    }
 }

@@ -114,6 +114,7 @@ public struct RevokerApp: Sendable {
         // One pool to the providers and one cache of each provider's keys for the worker's
         // identity tokens, the API's notifications and the identity tokens requests carry.
         var appleKeys: AppleKeySet?
+        var riscKeys: GoogleKeySet?
         var providers = SignInProviders([])
         // An API without apps or notifications has nothing to ask a provider.
         let hasApps = !configuration.apps.isEmpty || !configuration.googleApps.isEmpty
@@ -121,7 +122,7 @@ public struct RevokerApp: Sendable {
             let httpClient = ProviderTransport.makeHTTPClient(concurrency: configuration.worker.concurrency)
             services.append(.init(service: HTTPClientService(client: httpClient), serviceName: "provider-http-client"))
             do {
-                (providers, appleKeys) = try await Self.makeProviders(configuration, httpClient: httpClient, logger: logger)
+                (providers, appleKeys, riscKeys) = try await Self.makeProviders(configuration, httpClient: httpClient, logger: logger)
             } catch {
                 try? await httpClient.shutdown()
                 throw error
@@ -196,6 +197,8 @@ public struct RevokerApp: Sendable {
                 defaultMaxAttempts: configuration.worker.maxAttempts,
                 registry: metrics,
                 appleNotifications: notifications,
+                googleSecurityEvents: configuration.googleApps.isEmpty
+                    ? nil : riscKeys.map { GoogleSecurityEventVerifier(keys: $0, apps: configuration.googleApps.values) },
                 webhookApps: Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) }),
                 auditKeys: configuration.audit.verificationKeys,
                 auditSigningKey: configuration.audit.signingKey,
@@ -317,7 +320,7 @@ public struct RevokerApp: Sendable {
         _ configuration: RevokerConfiguration,
         httpClient: HTTPClient,
         logger: Logger
-    ) async throws -> (providers: SignInProviders, appleKeys: AppleKeySet) {
+    ) async throws -> (providers: SignInProviders, appleKeys: AppleKeySet, riscKeys: GoogleKeySet) {
         let appleClient = AppleClient(
             httpClient: httpClient,
             configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
@@ -335,11 +338,9 @@ public struct RevokerApp: Sendable {
         } catch let error as AppleSignInError {
             throw RevokerAppError(.configuration, error.message)
         }
-        let google = GoogleProvider(
-            apps: configuration.googleApps.values,
-            client: GoogleClient(httpClient: httpClient, configuration: configuration.google, logger: logger)
-        )
-        return (SignInProviders([apple, google]), appleKeys)
+        let googleClient = GoogleClient(httpClient: httpClient, configuration: configuration.google, logger: logger)
+        let google = GoogleProvider(apps: configuration.googleApps.values, client: googleClient)
+        return (SignInProviders([apple, google]), appleKeys, GoogleKeySet.risc(client: googleClient))
     }
 
     static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {

@@ -6,11 +6,13 @@ extension ConfigurationFile {
     struct GoogleEntry: Decodable {
         var oauthBaseURL: String?
         var certsURL: String?
+        var riscConfigurationURL: String?
         var apps: [GoogleAppEntry]?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case oauthBaseURL = "oauth_base_url"
             case certsURL = "certs_url"
+            case riscConfigurationURL = "risc_configuration_url"
             case apps
         }
     }
@@ -69,10 +71,14 @@ extension RevokerConfiguration {
         let value = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
         let oauthBaseURL = value(Variable.googleOAuthBaseURL) ?? entry?.oauthBaseURL ?? GoogleClient.Configuration.googleOAuthBaseURL
         let certsURL = value(Variable.googleCertsURL) ?? entry?.certsURL ?? GoogleClient.Configuration.googleCertsURL
-        for (url, setting) in [
+        let riscURL =
+            value(Variable.googleRISCConfigurationURL) ?? entry?.riscConfigurationURL ?? GoogleClient.Configuration.googleRISCConfigurationURL
+        let urls = [
             (oauthBaseURL, "\(Variable.googleOAuthBaseURL) or \"google.oauth_base_url\""),
             (certsURL, "\(Variable.googleCertsURL) or \"google.certs_url\""),
-        ] {
+            (riscURL, "\(Variable.googleRISCConfigurationURL) or \"google.risc_configuration_url\""),
+        ]
+        for (url, setting) in urls {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? ""), parsed.host != nil else {
                 throw ConfigurationError("The Google URL '\(url.prefix(200))' (\(setting)) is not an http(s) URL.")
             }
@@ -101,7 +107,7 @@ extension RevokerConfiguration {
             )
             secretFiles.check(secretFile, holding: "the Google client secret")
         }
-        return (apps, GoogleClient.Configuration(oauthBaseURL: oauthBaseURL, certsURL: certsURL))
+        return (apps, GoogleClient.Configuration(oauthBaseURL: oauthBaseURL, certsURL: certsURL, riscConfigurationURL: riscURL))
     }
 
     static func googleApp(clientID: String, secretFile: String, audiences: [String], redirectURI: String?, place: String) throws -> GoogleApp {

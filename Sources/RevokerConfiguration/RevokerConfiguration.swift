@@ -109,6 +109,7 @@ extension RevokerConfiguration {
         public static let googleRedirectURI = "GOOGLE_REDIRECT_URI"
         public static let googleOAuthBaseURL = "REVOKER_GOOGLE_OAUTH_BASE_URL"
         public static let googleCertsURL = "REVOKER_GOOGLE_CERTS_URL"
+        public static let googleRISCConfigurationURL = "REVOKER_GOOGLE_RISC_CONFIGURATION_URL"
     }
 
     /// What a command needs from the configuration.

@@ -18,6 +18,11 @@ public struct APIMetrics: Sendable {
 
     /// A notification from Apple was handled: `result` is `accepted`, `duplicate`, or why it was
     /// refused (a verification error code, `malformed_body`, `unavailable`, …).
+    /// A security event from Google was handled: `result` as for Apple's notifications.
+    func securityEvent(_ result: String) {
+        Counter(label: "revoker_google_security_events_total", dimensions: [("result", result)], factory: factory).increment()
+    }
+
     func notification(_ result: String) {
         Counter(label: "revoker_apple_notifications_total", dimensions: [("result", result)], factory: factory).increment()
     }

@@ -1,5 +1,6 @@
 import AppleSignIn
 import Foundation
+import GoogleSignIn
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -23,6 +24,8 @@ public struct RevokerAPI: Sendable {
     let feed: EventFeed
     let deliveries: WebhookDeliveries
     let appleNotifications: AppleNotificationVerifier?
+    let googleSecurityEvents: GoogleSecurityEventVerifier?
+    let securityEvents: SecurityEventInbox
     let webhookApps: [String: Set<String>]
     let database: PostgresClient
     let clientIDs: [String: Set<String>]
@@ -41,6 +44,8 @@ public struct RevokerAPI: Sendable {
     ///   - defaultMaxAttempts: for a request that names none.
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
     ///   - appleNotifications: verifies Apple's notifications; without it they are not received.
+    ///   - googleSecurityEvents: verifies Google's security event tokens (Cross-Account
+    ///     Protection); without it they are not received.
     ///   - webhookApps: each webhook endpoint's apps, by endpoint name.
     ///   - auditKeys: the public keys that verify the audit trail's checkpoints.
     ///   - auditSigningKey: signs receipts (and the checkpoints they need); without it there are none.
@@ -53,6 +58,7 @@ public struct RevokerAPI: Sendable {
         defaultMaxAttempts: Int,
         registry: PrometheusCollectorRegistry,
         appleNotifications: AppleNotificationVerifier? = nil,
+        googleSecurityEvents: GoogleSecurityEventVerifier? = nil,
         webhookApps: [String: Set<String>] = [:],
         auditKeys: [AuditPublicKey] = [],
         auditSigningKey: AuditSigningKey? = nil,
@@ -68,6 +74,8 @@ public struct RevokerAPI: Sendable {
         self.feed = EventFeed(client: database, logger: logger)
         self.deliveries = WebhookDeliveries(client: database, logger: logger)
         self.appleNotifications = appleNotifications
+        self.googleSecurityEvents = googleSecurityEvents
+        self.securityEvents = SecurityEventInbox(client: database, logger: logger)
         self.clientIDs = clientIDs
         self.providers = providers
         self.settings = settings
@@ -126,6 +134,7 @@ public struct RevokerAPI: Sendable {
         v1.get("events/deliveries") { request, _ in try await self.webhookDeliveries(request) }
         // No API key: Apple cannot send one; the notification's signature is its authentication.
         v1.post("apple/notifications") { request, context in try await self.receiveAppleNotification(request, context: context, clientID: nil) }
+        v1.post("google/risc") { request, context in try await self.receiveGoogleSecurityEvent(request, context: context) }
         v1.post("apple/notifications/{client_id}") { request, context in
             try await self.receiveAppleNotification(request, context: context, clientID: context.parameters.get("client_id"))
         }

@@ -112,6 +112,7 @@ public struct LocalConfiguration: Sendable {
         return [
             "REVOKER_CONFIG": configFile, "DATABASE_URL": databaseURL, "REVOKER_APPLE_BASE_URL": appleBaseURL,
             "REVOKER_GOOGLE_OAUTH_BASE_URL": google, "REVOKER_GOOGLE_CERTS_URL": google + "/oauth2/v3/certs",
+            "REVOKER_GOOGLE_RISC_CONFIGURATION_URL": google + "/.well-known/risc-configuration",
         ]
     }
 

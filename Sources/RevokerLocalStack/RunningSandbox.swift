@@ -97,7 +97,12 @@ extension RunningSandbox {
 
     /// A Google client configuration pointing at this sandbox.
     public func googleConfiguration(timeout: Duration = .seconds(30)) -> GoogleClient.Configuration {
-        GoogleClient.Configuration(oauthBaseURL: googleBaseURL, certsURL: googleCertsURL, timeout: timeout)
+        GoogleClient.Configuration(
+            oauthBaseURL: googleBaseURL,
+            certsURL: googleCertsURL,
+            riscConfigurationURL: googleBaseURL + GoogleEndpoint.riscConfiguration.rawValue,
+            timeout: timeout
+        )
     }
 
     /// Runs `body` with a ``GoogleClient`` pointed at this sandbox over a fresh connection pool.

@@ -1,5 +1,6 @@
 import AppleSignInSandbox
 import Foundation
+import GoogleSignInSandbox
 import RevokerEvidence
 import RevokerLocalStack
 import RevokerStore
@@ -115,6 +116,39 @@ struct CheckKeygenCommandTests {
         }
     }
 
+    @Test("check lists the Google apps and check --online probes Google's revoke and token endpoints")
+    func googleOnline() async throws {
+        try await RunningSandbox.with { sandbox in
+            let configuration = try LocalConfiguration(
+                clientIDs: ["com.example.app"],
+                googleClientIDs: ["1-web.apps.googleusercontent.com", "2-web.apps.googleusercontent.com"]
+            )
+            defer { try? FileManager.default.removeItem(at: configuration.directory) }
+            try await configuration.register(with: sandbox)
+            // Google knows another secret for the second client than the file holds.
+            try await sandbox.google.register(clientID: "2-web.apps.googleusercontent.com", clientSecret: "GOCSPX-rotated")
+            let environment = configuration.environment(databaseURL: "", appleBaseURL: sandbox.baseURL, googleBaseURL: sandbox.googleBaseURL)
+                .filter { $0.key != "DATABASE_URL" }
+            let result = try await RevokerProcess.run(["check", "--online"], environment: environment)
+            #expect(result.status == 1, "\(result.stderr)")
+            for app in configuration.googleApps {
+                #expect(!result.stdout.contains(app.clientSecret) && !result.stderr.contains(app.clientSecret), "a client secret was printed")
+            }
+            let report = try #require(try parseJSON(result.stdout) as? [String: Any])
+            let google = try #require(report["google"] as? [String: Any])
+            let apps = try #require(google["apps"] as? [[String: Any]])
+            let byID = Dictionary(uniqueKeysWithValues: apps.compactMap { app in (app["client_id"] as? String).map { ($0, app) } })
+            #expect(byID["1-web.apps.googleusercontent.com"]?["client_secret"] as? String == "loaded")
+            #expect((byID["1-web.apps.googleusercontent.com"]?["online"] as? [String: Any])?["result"] as? String == "accepted")
+            let wrong = try #require(byID["2-web.apps.googleusercontent.com"]?["online"] as? [String: Any])
+            #expect(wrong["result"] as? String == "failed")
+            #expect((wrong["detail"] as? String)?.contains("invalid_client") == true)
+            #expect(result.stderr.contains("2-web.apps.googleusercontent.com"))
+            let statistics = try await sandbox.google.statistics()
+            #expect(statistics.byOutcome["/revoke 400 invalid_token"] == 2, "each app's revoke probe reached Google and touched nothing")
+        }
+    }
+
     @Test("check reports the database and its migrations when DATABASE_URL is set")
     func database() async throws {
         try await CLIFixture.with { fixture in
@@ -161,6 +195,11 @@ struct CheckKeygenCommandTests {
         Malformed(name: "ui public_url with a path", mentions: "http.ui.public_url"),
         Malformed(name: "ui idle longer than the session", mentions: "http.ui.idle_minutes"),
         Malformed(name: "ui unknown setting", mentions: "Unknown setting 'secure'"),
+        Malformed(name: "google client_id under both providers", mentions: "is configured for Apple and for Google"),
+        Malformed(name: "google client_id not Google's", mentions: "is not a Google OAuth client ID"),
+        Malformed(name: "google secret file missing", mentions: "does not exist"),
+        Malformed(name: "google download for another client", mentions: "is for another client_id"),
+        Malformed(name: "google unknown setting", mentions: "google.apps[0]"),
     ]
 
     @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
@@ -217,6 +256,20 @@ struct CheckKeygenCommandTests {
             document = ["apps": [entry], "http": ["ui": ["enabled": true, "session_hours": 1, "idle_minutes": 90]]]
         case "ui unknown setting":
             document = ["apps": [entry], "http": ["ui": ["enabled": true, "secure": true]]]
+        case let name where name.hasPrefix("google"):
+            let secretFile = configuration.directory.appendingPathComponent("google-secret").path
+            let download = #"{"web": {"client_id": "9-other.apps.googleusercontent.com", "client_secret": "GOCSPX-x"}}"#
+            let text = name == "google download for another client" ? download : "GOCSPX-secret"
+            #expect(FileManager.default.createFile(atPath: secretFile, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]))
+            var google: [String: Any] = ["client_id": "1-web.apps.googleusercontent.com", "client_secret_file": secretFile]
+            switch name {
+            case "google client_id under both providers": entry["client_id"] = "1-web.apps.googleusercontent.com"
+            case "google client_id not Google's": google["client_id"] = "com.example.google"
+            case "google secret file missing": google["client_secret_file"] = secretFile + ".absent"
+            case "google unknown setting": google["secret"] = "GOCSPX-inline"
+            default: break
+            }
+            document = ["apps": [entry], "google": ["apps": [google]]]
         default:
             break
         }

@@ -50,6 +50,8 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     /// One of Apple's server-to-server notifications, accepted (about an app's user, or the
     /// request it ended).
     public static let appleNotification = Self("apple_notification")
+    /// One of Google's security events (Cross-Account Protection), accepted.
+    public static let googleSecurityEvent = Self("google_security_event")
     /// A code exchange is about to be sent: if the attempt dies before its result is stored, a
     /// later refusal of the code may be Revoker's own doing.
     public static let exchangeStarted = Self("exchange_started")
@@ -61,6 +63,7 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
         .requeued, .appPaused, .appResumed, .appleError, .appleNotification, .exchangeStarted, .note,
+        .googleSecurityEvent,
     ]
     public var description: String { self.rawValue }
 }

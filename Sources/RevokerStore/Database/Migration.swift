@@ -58,5 +58,10 @@ public struct Migration: Sendable, Hashable {
         ),
         Migration(version: 8, name: "0008_ui_sessions", sql: String(decoding: PackageResources._008_ui_sessions_sql, as: UTF8.self)),
         Migration(version: 9, name: "0009_providers", sql: String(decoding: PackageResources._009_providers_sql, as: UTF8.self)),
+        Migration(
+            version: 10,
+            name: "0010_google_security_events",
+            sql: String(decoding: PackageResources._010_google_security_events_sql, as: UTF8.self)
+        ),
     ]
 }

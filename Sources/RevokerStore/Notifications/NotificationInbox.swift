@@ -23,58 +23,25 @@ public struct NotificationInbox: Sendable {
     ///
     /// Returns once committed: only then may the sender be told 200.
     public func receive(_ notification: ReceivedNotification) async throws -> NotificationReceipt {
-        let note = "\(notification.type) from Apple (jti \(notification.id.prefix(200)))"
-        let noticeEvents = try AuditWriter.json([AuditEvent(.appleNotification, detail: note)])
-        let endedEvents = try AuditWriter.json([
-            AuditEvent(.appleNotification, detail: note + ": the user's grant is gone"),
-            AuditEvent(.succeeded, detail: "outcome=\(RevocationOutcome.revokedByUser.rawValue)"),
-            AuditEvent(.credentialErased),
-        ])
         let n = notification
-        let rows = try await StoreDatabase.run(logger) {
-            try await client.query(
-                """
-                WITH inserted AS (
-                    INSERT INTO revoker.apple_notifications
-                        (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, expires_at, issuer, key_id,
-                         had_email, is_private_email)
-                    VALUES (\(n.id), \(n.clientID), \(n.type), \(n.typeAsSent), \(n.appleUserID), \(n.eventTime), \(n.issuedAt),
-                            \(n.expiresAt), \(n.issuer), \(n.keyID), \(n.hadEmail), \(n.isPrivateEmail))
-                    ON CONFLICT (jti) DO NOTHING
-                    RETURNING client_id, type, apple_user_id
-                ), targets AS (
-                    SELECT r.id FROM revoker.revocation_requests r JOIN inserted i
-                      ON r.client_id = i.client_id AND r.apple_user_id = i.apple_user_id
-                    WHERE i.type IN ('consent-revoked', 'account-delete') AND r.state IN ('pending', 'running')
-                    ORDER BY r.id FOR UPDATE OF r
-                ), ended AS (
-                    UPDATE revoker.revocation_requests r
-                    SET state = 'succeeded', outcome = 'revoked_by_user', finished_at = now(), updated_at = now(),
-                        lease_owner = NULL, lease_expires_at = NULL, fencing_token = r.fencing_token + 1,
-                        sealed_credential = NULL, credential_key_id = NULL
-                    FROM targets t
-                    WHERE r.id = t.id AND r.state IN ('pending', 'running')
-                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts,
-                              \(Self.actor)::text AS actor, \(endedEvents)::jsonb AS events
-                ), erased AS (
-                    DELETE FROM revoker.credential_intake c USING ended WHERE c.request_id = ended.id
-                ), audited AS (
-                    SELECT NULL::uuid AS id, i.client_id, NULL::text AS external_reference, i.apple_user_id, NULL::int AS attempts,
-                           \(Self.actor)::text AS actor, \(noticeEvents)::jsonb AS events
-                    FROM inserted i
-                    UNION ALL
-                    SELECT * FROM ended
-                ), audit AS (
-                    \(unescaped: AuditWriter.insert(from: "audited"))
-                )
-                SELECT (SELECT count(*) FROM inserted)::int, (SELECT count(*) FROM ended)::int
-                """,
-                logger: logger
-            ).collect()
-        }
-        guard let row = rows.first else { throw RevokerStoreError(.unexpectedData, "storing a notification returned no row") }
-        let (inserted, ended) = try row.decode((Int, Int).self)
-        return inserted == 0 ? .duplicate : .accepted(endedRequests: ended)
+        return try await ProviderMessages.receive(
+            """
+            INSERT INTO revoker.apple_notifications
+                (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, expires_at, issuer, key_id,
+                 had_email, is_private_email)
+            VALUES (\(n.id), \(n.clientID), \(n.type), \(n.typeAsSent), \(n.appleUserID), \(n.eventTime), \(n.issuedAt),
+                    \(n.expiresAt), \(n.issuer), \(n.keyID), \(n.hadEmail), \(n.isPrivateEmail))
+            ON CONFLICT (jti) DO NOTHING
+            RETURNING client_id, type, apple_user_id AS user_id
+            """,
+            provider: "apple",
+            endingTypes: ["consent-revoked", "account-delete"],
+            kind: .appleNotification,
+            note: "\(notification.type) from Apple (jti \(notification.id.prefix(200)))",
+            actor: Self.actor,
+            client: client,
+            logger: logger
+        )
     }
 
     /// How many notifications are stored (for status and tests).

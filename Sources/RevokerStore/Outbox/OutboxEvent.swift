@@ -32,6 +32,8 @@ public struct OutboxEvent: Sendable, Equatable {
     public static let types = [
         "revocation.succeeded", "revocation.failed", "revocation.cancelled",
         "apple.consent_revoked", "apple.account_deleted", "apple.email_disabled", "apple.email_enabled",
+        "google.sessions_revoked", "google.tokens_revoked", "google.token_revoked", "google.account_disabled", "google.account_enabled",
+        "google.account_purged", "google.account_credential_change_required", "google.verification",
     ]
 
     /// The event as one JSON object, the same for `GET /v1/events`, `revoker events` and webhook

@@ -56,12 +56,19 @@ extension RevocationQueue {
                                SELECT 1 FROM revoker.audit_events a WHERE a.request_id = claimed.id AND a.event = 'exchange_started'
                            )) AS exchange_started
                     FROM claimed LEFT JOIN revoker.credential_intake i ON i.request_id = claimed.id
-                    -- Has Apple told us that this user revoked the app's grants, or deleted the account?
+                    -- Has the provider told us that this user revoked the app's grants, or deleted the account?
                     LEFT JOIN LATERAL (
-                        SELECT n.type FROM revoker.apple_notifications n
-                        WHERE n.client_id = claimed.client_id AND n.apple_user_id = claimed.apple_user_id
-                          AND n.type IN ('consent-revoked', 'account-delete')
-                        ORDER BY n.type = 'account-delete' DESC
+                        SELECT type FROM (
+                            SELECT n.type FROM revoker.apple_notifications n
+                            WHERE claimed.provider = 'apple' AND n.client_id = claimed.client_id
+                              AND n.apple_user_id = claimed.apple_user_id AND n.type IN ('consent-revoked', 'account-delete')
+                            UNION ALL
+                            SELECT CASE g.type WHEN 'account-purged' THEN 'account-delete' ELSE 'consent-revoked' END
+                            FROM revoker.google_security_events g
+                            WHERE claimed.provider = 'google' AND g.client_id = claimed.client_id
+                              AND g.google_user_id = claimed.apple_user_id AND g.type IN ('tokens-revoked', 'account-purged')
+                        ) told
+                        ORDER BY type = 'account-delete' DESC
                         LIMIT 1
                     ) u ON true
                     ORDER BY (claimed.credential_kind <> 'authorization_code'), claimed.run_after, claimed.id

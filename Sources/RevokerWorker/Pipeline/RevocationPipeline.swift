@@ -88,8 +88,11 @@ public struct RevocationPipeline: Sendable {
             )
         }
         if run.claimed.userRevocation == .accountDeleted {
-            // The Apple account is gone, and every grant with it: nothing to call Apple about.
-            run.events.append(AuditEvent(.note, detail: "Apple reported that the user deleted their Apple account; no grant is left"))
+            // The account is gone, and every grant with it: nothing to call the provider about.
+            let account =
+                provider == .apple
+                ? "Apple reported that the user deleted their Apple account" : "\(provider) reported that the user's account is gone"
+            run.events.append(AuditEvent(.note, detail: account + "; no grant is left"))
             return try await finish(&run, .revokedByUser)
         }
         var token = run.claimed.credential.secret

@@ -1,0 +1,179 @@
+import AppleSignIn
+import Foundation
+import GoogleSignInSandbox
+import NIOHTTP1
+import PostgresNIO
+import ProviderSandbox
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import Testing
+
+/// Cross-Account Protection over real HTTP: the Google sandbox signs and pushes security event
+/// tokens to `POST /v1/google/risc` as Google does.
+@Suite("HTTP API: Google's security events")
+struct GoogleSecurityEventsAPITests {
+    static let web = "1000-notes.apps.googleusercontent.com"
+
+    static func storedEvents(_ api: APIHarness) async throws -> Int {
+        try await SecurityEventInbox(client: api.stack.database.client, logger: api.stack.logger).count()
+    }
+
+    @Test func tokensRevokedEndsTheUsersLiveGoogleRequestsOnceAndEveryEventReachesTheFeed() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+            let google = api.stack.sandbox.google
+            let url = api.baseURL + "/v1/google/risc"
+            let live = try await api.stack.enqueue(
+                provider: .google,
+                clientID: Self.web,
+                reference: "acct-1",
+                kind: .refreshToken,
+                subject: "u-risc",
+                appleUserID: "u-risc"
+            )
+            let other = try await api.stack.enqueue(
+                provider: .google,
+                clientID: Self.web,
+                reference: "acct-2",
+                kind: .refreshToken,
+                subject: "u-other",
+                appleUserID: "u-other"
+            )
+
+            let revoked = try await google.sendSecurityEvent(.init(url: url, audience: Self.web, subject: "u-risc", type: "tokens-revoked"))
+            #expect(revoked.status == 202, "\(revoked.body)")
+            let ended = try #require(try await api.stack.queue.request(id: live.request.id))
+            #expect(ended.state == .succeeded && ended.outcome == .revokedByUser && !ended.hasCredential)
+            #expect(try await api.stack.queue.request(id: other.request.id)?.state == .pending, "another user's request waits")
+            let grant = try await google.grant(live.grantID)
+            #expect(grant.revokedByUser && grant.revokeCalls == 0, "ended without a call to Google")
+
+            // Google delivers again: nothing changes.
+            let replay = try await google.replaySecurityEvent(jti: revoked.jti)
+            #expect(replay.status == 202)
+            #expect(try await Self.storedEvents(api) == 1)
+
+            // The other events are recorded and passed on; they end nothing.
+            for (type, extra) in [("account-disabled", "hijacking"), ("sessions-revoked", nil), ("verification", nil)] as [(String, String?)] {
+                let sent = try await google.sendSecurityEvent(
+                    .init(
+                        url: url,
+                        audience: Self.web,
+                        subject: "u-other",
+                        type: type,
+                        reason: extra,
+                        state: type == "verification" ? "check-42" : nil
+                    )
+                )
+                #expect(sent.status == 202, "\(type): \(sent.body)")
+            }
+            #expect(try await api.stack.queue.request(id: other.request.id)?.state == .pending)
+            #expect(try await Self.storedEvents(api) == 4)
+
+            let events = try await AppleNotificationsAPITests.feed(api, count: 5)
+            let types = events.compactMap { $0["type"] as? String }
+            for expected in [
+                "google.tokens_revoked", "revocation.succeeded", "google.account_disabled", "google.sessions_revoked", "google.verification",
+            ] {
+                #expect(types.contains(expected), "\(types)")
+            }
+            let told = try #require(events.first { $0["type"] as? String == "google.tokens_revoked" })
+            let data = told["data"] as? [String: Any]
+            #expect(data?["provider"] as? String == "google" && data?["user_id"] as? String == "u-risc")
+            #expect(data?["notification_id"] as? String == revoked.jti)
+            let audit = try await api.stack.audit()
+            #expect(audit.contains { $0.event == "google_security_event" && $0.externalReference == "acct-1" })
+            #expect(audit.contains { $0.event == "succeeded" && $0.externalReference == "acct-1" && $0.actor == "google:risc" })
+        }
+    }
+
+    @Test(arguments: [
+        (GoogleSandboxAdmin.Variant.forged, "invalid_key"),
+        (.unknownKey, "invalid_key"),
+        (.algorithmNone, "invalid_key"),
+        (.hmacWithPublicKey, "invalid_key"),
+        (.wrongAudience, "invalid_audience"),
+        (.wrongIssuer, "invalid_issuer"),
+        (.issuedInFuture, "invalid_request"),
+        (.tooOld, "invalid_request"),
+        (.twoEvents, "invalid_request"),
+        (.malformedSubject, "invalid_request"),
+    ])
+    func aTokenWrongInOneWayIsRefusedWithRFC8935sCodeAndStoresNothing(variant: GoogleSandboxAdmin.Variant, code: String) async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+            let live = try await api.stack.enqueue(
+                provider: .google,
+                clientID: Self.web,
+                reference: "acct-1",
+                kind: .refreshToken,
+                subject: "u-risc",
+                appleUserID: "u-risc"
+            )
+            let sent = try await api.stack.sandbox.google.sendSecurityEvent(
+                .init(url: api.baseURL + "/v1/google/risc", audience: Self.web, subject: "u-risc", type: "account-purged", variant: variant)
+            )
+            #expect(sent.status == 400, "\(variant): \(sent.body)")
+            let body = try JSONSerialization.jsonObject(with: Data(sent.body.utf8)) as? [String: Any]
+            #expect(body?["err"] as? String == code, "\(sent.body)")
+            #expect((body?["description"] as? String)?.isEmpty == false)
+            #expect(try await Self.storedEvents(api) == 0)
+            #expect(try await api.stack.queue.request(id: live.request.id)?.state == .pending)
+        }
+    }
+
+    @Test func aBodyThatIsNoTokenIsRefusedAndNoGoogleAppMeansNoReceiver() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+            let answer = try await api.call(
+                .POST,
+                "/v1/google/risc",
+                key: nil,
+                body: Data("not a token".utf8),
+                contentType: "application/secevent+jwt"
+            )
+            #expect(answer.status == 400)
+            #expect(answer.json["err"] as? String == "invalid_request")
+        }
+        try await APIHarness.with { api in
+            let answer = try await api.call(.POST, "/v1/google/risc", key: nil, body: Data("x.y.z".utf8), contentType: "application/secevent+jwt")
+            #expect(answer.status == 404)
+        }
+    }
+
+    @Test func requestsEnqueuedAfterTheEventEndAsTheEventSays() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+            let google = api.stack.sandbox.google
+            let url = api.baseURL + "/v1/google/risc"
+            // The grants exist at Google before the events; the app enqueues their deletion after.
+            let purgedGrant = try await google.mintRefreshToken(clientID: Self.web, subject: "u-purged")
+            let revokedGrant = try await google.mintRefreshToken(clientID: Self.web, subject: "u-revoked")
+            #expect(
+                try await google.sendSecurityEvent(.init(url: url, audience: Self.web, subject: "u-purged", type: "account-purged")).status == 202
+            )
+            #expect(
+                try await google.sendSecurityEvent(.init(url: url, audience: Self.web, subject: "u-revoked", type: "tokens-revoked")).status == 202
+            )
+            for (reference, subject, minted) in [("acct-p", "u-purged", purgedGrant), ("acct-r", "u-revoked", revokedGrant)] {
+                api.stack.secrets.add(minted.value)
+                _ = try await api.stack.queue.enqueue(
+                    try NewRevocation(
+                        provider: "google",
+                        clientID: Self.web,
+                        externalReference: reference,
+                        appleUserID: subject,
+                        credential: Credential(kind: .refreshToken, secret: minted.value)
+                    ),
+                    actor: "test"
+                )
+            }
+            _ = try await api.stack.drain()
+            let requests = try await api.stack.requests()
+            #expect(
+                requests.allSatisfy { $0.outcome == .revokedByUser },
+                "\(requests.map { "\($0.externalReference) \($0.outcome?.rawValue ?? "-")" })"
+            )
+            // The purged account's grant is not called about; the revoked one's refusal confirms the event.
+            #expect(try await google.grant(purgedGrant.grantID).calls.isEmpty)
+            #expect(try await google.grant(revokedGrant.grantID).calls.map(\.status) == [400])
+        }
+    }
+}
