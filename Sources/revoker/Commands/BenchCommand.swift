@@ -26,6 +26,13 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Worker process counts, comma-separated.")
     var workers: String?
 
+    @Option(
+        name: .customLong("mixed-latencies"),
+        help:
+            "Latencies (ms, comma-separated) of the drains by one worker of a mixed workload, every other request a Google grant; 'none' for none (default 0)."
+    )
+    var mixedLatencies: String?
+
     @Option(help: "Requests in flight per worker process, as LATENCY:COUNT pairs, comma-separated (default 0:256,200:1024).")
     var concurrency: String?
 
@@ -60,6 +67,9 @@ struct BenchCommand: AsyncParsableCommand {
         if let requests { options.requests = requests }
         if let latencies { options.latenciesMilliseconds = try Self.integers(latencies, "--latencies") }
         if let workers { options.workerProcesses = try Self.integers(workers, "--workers") }
+        if let mixedLatencies {
+            options.mixedLatenciesMilliseconds = mixedLatencies == "none" ? [] : try Self.integers(mixedLatencies, "--mixed-latencies")
+        }
         if let concurrency {
             for pair in concurrency.split(separator: ",") {
                 let parts = try Self.integers(pair.replacingOccurrences(of: ":", with: ","), "--concurrency")
