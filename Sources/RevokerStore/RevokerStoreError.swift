@@ -20,6 +20,7 @@ public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStri
             case unknownMigration
             case database
             case unexpectedData
+            case livenessUnavailable
         }
 
         private let base: Base
@@ -52,6 +53,8 @@ public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStri
         public static let database = Self(.database)
         /// The database returned data the store cannot interpret.
         public static let unexpectedData = Self(.unexpectedData)
+        /// The database refused a worker's liveness lock or registration (a role without migration 0011's grants).
+        public static let livenessUnavailable = Self(.livenessUnavailable)
 
         public var description: String { self.base.rawValue }
     }

@@ -57,6 +57,53 @@ struct ProcessTests {
         }
     }
 
+    /// With a minute-long lease, only the liveness lock can bring the killed worker's requests back in seconds.
+    @Test func aKilledWorkersRequestsAreRescuedInSecondsByAWorkerStillRunning() async throws {
+        var worker = Self.fastWorker
+        worker["lease_seconds"] = 60
+        try await RevokerTestStack.with(worker: worker) { harness in
+            let grants = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "s", count: 24) {
+                $0 % 3 == 0 ? .authorizationCode : .refreshToken
+            }
+            try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 200))
+            let doomed = try RevokerProcess(["work", "--log-level", "debug"], environment: harness.environment)
+            while try await harness.count(state: .running) < 4 {
+                guard doomed.isRunning else {
+                    Issue.record("the worker stopped early: \(doomed.stderrSoFar.suffix(500))")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let survivor = try RevokerProcess(["work", "--log-level", "debug"], environment: harness.environment)
+            while try await harness.count(state: .succeeded) < 6 { try await Task.sleep(for: .milliseconds(10)) }
+            doomed.signal(SIGKILL)
+            let killedAt = ContinuousClock.now
+            let killed = try await doomed.wait()
+            #expect(killed.signalled)
+
+            var finals = 0
+            while finals < 24, ContinuousClock.now - killedAt < .seconds(50) {
+                finals = try await harness.requests().filter(\.state.isFinal).count
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let recovery = ContinuousClock.now - killedAt
+            survivor.signal(SIGTERM)
+            let survived = try await survivor.wait(timeout: .seconds(30))
+            #expect(finals == 24, "every request is final before any lease could expire (\(finals) of 24)")
+
+            let rescues = try await harness.audit().filter { $0.event == "rescued" }
+            #expect(!rescues.isEmpty, "the killed worker held requests")
+            #expect(rescues.allSatisfy { $0.detail == "its worker is gone (liveness lock free)" }, "rescued for its lock, not a lease")
+            for grantID in grants {
+                let grant = try await harness.sandbox.admin.grant(grantID)
+                #expect(grant.revokeCalls <= 1, "nothing is revoked twice")
+                if grant.codeExchanges + grant.rejectedCodeExchanges <= 1 { #expect(grant.revoked) }
+            }
+            print("liveness kill test: \(rescues.count) rescued, every request final \(recovery) after SIGKILL (lease 60 s)")
+            try harness.expectNoSecrets(in: killed.stdout + killed.stderr + survived.stdout + survived.stderr)
+        }
+    }
+
     @Test func sigtermLetsInFlightRequestsFinish() async throws {
         var worker = Self.fastWorker
         worker["shutdown_grace_seconds"] = 15

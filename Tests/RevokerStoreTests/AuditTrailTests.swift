@@ -149,6 +149,26 @@ struct AuditTrailTests {
                     logger: logger
                 ).collect()
                 #expect(try pruned.first?.decode(Int.self) == 0)
+                // Google's security events are appended as Apple's notifications are.
+                try await connection.query(
+                    """
+                    INSERT INTO revoker.google_security_events
+                        (jti, client_id, audience, type, type_uri, google_user_id, issued_at, issuer, key_id)
+                    VALUES ('jti-roles', 'com.example.app', 'com.example.app', 'sessions-revoked',
+                            'https://schemas.openid.net/secevent/risc/event-type/sessions-revoked', 'g1', now(),
+                            'https://accounts.google.com/', 'k1')
+                    """,
+                    logger: logger
+                )
+                // A worker's liveness: its lock and its registration; a rescuer marks and forgets owners.
+                try await connection.query("SELECT pg_advisory_lock(1920364290, revoker.worker_lock('w-roles'))", logger: logger)
+                try await connection.query(
+                    "INSERT INTO revoker.workers (owner) VALUES ('w-roles') ON CONFLICT (owner) DO UPDATE SET lock_lost_at = NULL",
+                    logger: logger
+                )
+                try await connection.query("SELECT pg_advisory_unlock(1920364290, revoker.worker_lock('w-roles'))", logger: logger)
+                try await connection.query("UPDATE revoker.workers SET lock_lost_at = now() WHERE owner = 'w-roles'", logger: logger)
+                try await connection.query("DELETE FROM revoker.workers WHERE owner = 'w-roles'", logger: logger)
                 try await connection.query("RESET ROLE", logger: logger)
                 // A backend in the same database reads the feed.
                 try await connection.query("SET ROLE revoker_enqueuer", logger: logger)

@@ -13,7 +13,7 @@ struct FencedChangeTests {
             _ = try await queue.enqueue(Fixtures.new("user-1"), actor: "test")
             let first = try #require(try await queue.claim(batch: 1, lease: .milliseconds(1), owner: "w1").first)
             try await Task.sleep(for: .milliseconds(20))
-            #expect(try await queue.rescueExpiredLeases() == 1)
+            #expect(try await queue.rescue().rescued == 1)
             let second = try #require(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w2").first)
             #expect(second.lease.fencingToken == first.lease.fencingToken + 1)
             #expect(try await queue.finish(first.lease, state: .succeeded, outcome: .revoked) == false)

@@ -13,7 +13,7 @@
 --                  revoker.enqueue_revocation only, plus SELECT on the request's state columns
 --                  (never the credential columns or the intake).
 -- revoker_auditor  compliance: SELECT on revoker.audit_events, its chains, genesis and checkpoints,
---                  and revoker.apple_notifications (enough for `revoker audit verify`).
+--                  and the providers' notifications (enough for `revoker audit verify`).
 --
 -- The outbox (revoker.outbox_events) is written only by its triggers (SECURITY DEFINER, owned
 -- by the schema owner): the service's role reads it but cannot add, change or remove an event.
@@ -67,6 +67,11 @@ GRANT SELECT, INSERT ON revoker.audit_checkpoints TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.audit_advance_heads() TO revoker_worker;
 -- Migration 0008: the compliance pages keep their sessions (hashed tokens) in the database.
 GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.ui_sessions TO revoker_worker;
+-- Migration 0010: Google's security events are appended.
+GRANT SELECT, INSERT ON revoker.google_security_events TO revoker_worker;
+GRANT USAGE ON SEQUENCE revoker.google_security_events_id_seq TO revoker_worker;
+-- Migration 0011: each worker registers itself beside its liveness lock, and rescuers mark and forget dead ones.
+GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.workers TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;
@@ -78,5 +83,5 @@ GRANT SELECT (id, client_id, external_reference, apple_user_id, credential_kind,
 GRANT SELECT ON revoker.events TO revoker_enqueuer;
 
 -- Auditor
-GRANT SELECT ON revoker.audit_events, revoker.apple_notifications TO revoker_auditor;
+GRANT SELECT ON revoker.audit_events, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_checkpoints TO revoker_auditor;

@@ -63,5 +63,6 @@ public struct Migration: Sendable, Hashable {
             name: "0010_google_security_events",
             sql: String(decoding: PackageResources._010_google_security_events_sql, as: UTF8.self)
         ),
+        Migration(version: 11, name: "0011_worker_liveness", sql: String(decoding: PackageResources._011_worker_liveness_sql, as: UTF8.self)),
     ]
 }

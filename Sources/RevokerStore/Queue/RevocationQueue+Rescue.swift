@@ -2,37 +2,79 @@ import Foundation
 import Logging
 import PostgresNIO
 
+/// What a rescue pass did.
+public struct RescueResult: Sendable, Equatable {
+    /// Requests put back in the queue.
+    public var rescued: Int
+    /// Running requests of workers whose liveness lock was found free, rescued once it has
+    /// stayed free for ``RevocationQueue/livenessConfirmation`` (a drain waits for them).
+    public var awaitingConfirmation: Int
+
+    public init(rescued: Int, awaitingConfirmation: Int) {
+        self.rescued = rescued
+        self.awaitingConfirmation = awaitingConfirmation
+    }
+}
+
 extension RevocationQueue {
-    /// Returns running requests whose lease expired to `pending` (run now), audited `rescued`.
-    /// The attempt stays counted, so a request that keeps crashing workers exhausts.
-    @discardableResult
-    public func rescueExpiredLeases() async throws -> Int {
-        let events = try AuditWriter.json([AuditEvent(.rescued, detail: "lease expired")])
+    /// Returns the running requests of workers that are gone to `pending` (run now), audited
+    /// `rescued`: those whose lease expired, and those of registered workers whose liveness lock
+    /// has been free for `confirmation` (`RevocationQueue+Liveness.swift`). The attempt stays
+    /// counted, so a request that keeps crashing workers exhausts.
+    public func rescue(confirmation: Duration = RevocationQueue.livenessConfirmation) async throws -> RescueResult {
+        let expired = try AuditWriter.json([AuditEvent(.rescued, detail: "lease expired")])
+        let gone = try AuditWriter.json([AuditEvent(.rescued, detail: "its worker is gone (liveness lock free)")])
+        let confirmationMilliseconds = Self.milliseconds(confirmation)
         let rows = try await StoreDatabase.run(self.logger) {
-            try await self.client.query(
-                """
-                WITH expired AS (
-                    SELECT id FROM revoker.revocation_requests
-                    WHERE state = 'running' AND lease_expires_at < now()
-                    FOR UPDATE SKIP LOCKED
-                ), rescued AS (
-                    UPDATE revoker.revocation_requests r
-                    SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, run_after = now(), updated_at = now()
-                    FROM expired WHERE r.id = expired.id
-                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts,
-                              'worker'::text AS actor, \(events)::jsonb AS events
-                ), audit AS (
-                    \(unescaped: AuditWriter.insert(from: "rescued"))
-                )
-                SELECT count(*)::int FROM rescued
-                """,
-                logger: self.logger
-            ).collect()
+            try await self.client.withTransaction(logger: self.logger) { connection in
+                // Owners whose lock nobody holds become suspects; the try-locks last until commit.
+                try await connection.query(
+                    """
+                    UPDATE revoker.workers SET lock_lost_at = now()
+                    WHERE lock_lost_at IS NULL AND pg_try_advisory_xact_lock(\(Self.workerLockNamespace), revoker.worker_lock(owner))
+                    """,
+                    logger: self.logger
+                ).collect()
+                return try await connection.query(
+                    """
+                    WITH dead AS (
+                        SELECT owner FROM revoker.workers
+                        WHERE lock_lost_at <= now() - make_interval(secs => \(confirmationMilliseconds)::float8 / 1000.0)
+                          AND pg_try_advisory_xact_lock(\(Self.workerLockNamespace), revoker.worker_lock(owner))
+                    ), stale AS (
+                        SELECT r.id, r.lease_expires_at < now() AS expired FROM revoker.revocation_requests r
+                        WHERE r.state = 'running' AND (r.lease_expires_at < now() OR r.lease_owner IN (SELECT owner FROM dead))
+                        FOR UPDATE SKIP LOCKED
+                    ), rescued AS (
+                        UPDATE revoker.revocation_requests r
+                        SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, run_after = now(), updated_at = now()
+                        FROM stale WHERE r.id = stale.id
+                        RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, 'worker'::text AS actor,
+                                  CASE WHEN stale.expired THEN \(expired)::jsonb ELSE \(gone)::jsonb END AS events
+                    ), audit AS (
+                        \(unescaped: AuditWriter.insert(from: "rescued"))
+                    ), forgotten AS (
+                        -- A dead owner is forgotten once none of its requests is left running.
+                        DELETE FROM revoker.workers w USING dead
+                        WHERE w.owner = dead.owner AND NOT EXISTS (
+                            SELECT 1 FROM revoker.revocation_requests r
+                            WHERE r.state = 'running' AND r.lease_owner = w.owner AND r.id NOT IN (SELECT id FROM stale)
+                        )
+                    )
+                    SELECT (SELECT count(*) FROM rescued)::int AS rescued,
+                           (SELECT count(*) FROM revoker.revocation_requests r JOIN revoker.workers w ON w.owner = r.lease_owner
+                            WHERE r.state = 'running' AND w.lock_lost_at IS NOT NULL
+                              AND w.owner NOT IN (SELECT owner FROM dead))::int AS awaiting
+                    """,
+                    logger: self.logger
+                ).collect()
+            }
         }
-        let count = try rows.first?.decode(Int.self) ?? 0
-        if count > 0 {
-            self.logger.notice("Rescued requests with expired leases", metadata: ["revoker.count": "\(count)"])
+        guard let row = rows.first else { throw RevokerStoreError(.unexpectedData, "the rescue returned no row") }
+        let (rescued, awaiting) = try row.decode((Int, Int).self)
+        if rescued > 0 {
+            self.logger.notice("Rescued requests of workers that are gone", metadata: ["revoker.count": "\(rescued)"])
         }
-        return count
+        return RescueResult(rescued: rescued, awaitingConfirmation: awaiting)
     }
 }

@@ -9,8 +9,9 @@ import Synchronization
 /// service (`work`) or until nothing is due (`drain`).
 ///
 /// Claims in batches up to the configured concurrency, wakes on LISTEN/NOTIFY with polling
-/// as the fallback, extends the leases of in-flight requests, rescues expired leases of dead
-/// workers, probes paused apps, and survives database restarts by retrying. On graceful
+/// as the fallback, extends the leases of in-flight requests, holds a liveness lock so that
+/// others rescue its requests within seconds should it die (and rescues theirs, or expired
+/// leases), probes paused apps, and survives database restarts by retrying. On graceful
 /// shutdown it stops claiming, lets in-flight requests finish within the grace period and
 /// hands back the rest.
 public struct RevocationWorker: Service {
@@ -65,15 +66,18 @@ public struct RevocationWorker: Service {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { background in
                 background.addTask { await self.every(self.settings.pollInterval) { signal.yield() } }
-                background.addTask { await self.listen(signal) }
+                background.addTask { await self.holdSession(signal) }
                 background.addTask { await self.every(self.settings.lease / 3) { await self.extendLeases() } }
-                background.addTask { await self.every(self.settings.lease) { await self.rescue() } }
+                background.addTask { await self.every(self.settings.rescueInterval) { await self.rescue() } }
                 background.addTask { await self.every(min(self.settings.pauseProbeInterval, .seconds(5))) { await self.probePausedApps() } }
                 await withDiscardingTaskGroup { work in
                     await self.claimLoop(work: &work, signals: signals, signal: signal)
                 }
                 background.cancelAll()
             }
+            // The session's connection is closed (its lock released); a clean stop also leaves the register.
+            let (queue, owner) = (queue, owner)
+            _ = try? await withDeadline(settings.databaseTimeout) { try await queue.unregisterWorker(owner: owner) }
         } onGracefulShutdown: {
             self.state.beginShutdown(grace: self.settings.shutdownGrace)
             signal.yield()
@@ -93,7 +97,7 @@ public struct RevocationWorker: Service {
                 state.beginShutdown(grace: .zero, timedOut: true)
                 break
             }
-            let free = settings.concurrency - state.inFlight
+            let free = state.mayClaim ? settings.concurrency - state.inFlight : 0
             var claimed: [ClaimedRevocation] = []
             if free > 0 {
                 do {
@@ -115,17 +119,23 @@ public struct RevocationWorker: Service {
                 metrics.attemptStarted()
                 metrics.inFlight(state.inFlight)
                 work.addTask {
-                    let disposition = await self.pipeline.process(item) { self.state.mustRelease }
+                    let disposition = await self.pipeline.process(item) { self.state.mustRelease || self.state.livenessLost }
                     self.state.ended(item.lease, disposition, leaseDuration: self.settings.lease)
                     self.record(disposition)
                     signal.yield()
                 }
             }
             if claimed.count == min(free, settings.batchSize), free > 0 { continue }
-            if case .drain(let deadline) = mode, state.inFlight == 0 {
+            if case .drain(let deadline) = mode, state.inFlight == 0, state.mayClaim {
                 // A cron run has no long-lived loops to rely on: it rescues dead workers' requests
                 // and probes paused apps itself before deciding that nothing is left.
-                if await rescue() + (await probePausedApps()) > 0 { continue }
+                let rescue = await rescue()
+                if rescue.rescued + (await probePausedApps()) > 0 { continue }
+                if rescue.awaitingConfirmation > 0 {
+                    // A dead worker's requests come back once its lock has stayed free long enough.
+                    try? await Task.sleep(for: settings.rescueInterval)
+                    continue
+                }
                 if state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
             }
             _ = await wakeUps.next()
@@ -150,23 +160,43 @@ public struct RevocationWorker: Service {
         }
     }
 
-    /// Wakes the claim loop on NOTIFY; reconnects after the database went away.
-    private func listen(_ signal: AsyncStream<Void>.Continuation) async {
+    /// Holds the worker's liveness lock on a connection of its own, which also wakes the claim
+    /// loop on NOTIFY; takes it again after the database went away. Should the database refuse
+    /// the lock, the worker goes on with wake-ups alone and its requests rely on their leases.
+    private func holdSession(_ signal: AsyncStream<Void>.Continuation) async {
+        let (queue, owner, state) = (queue, owner, state)
+        let hear: @Sendable (WakeUps) async throws -> Void = { wakeUps in
+            signal.yield()
+            for try await _ in wakeUps {
+                // Claim first (the claim seals what it takes): sealing the rest must not delay pickup.
+                signal.yield()
+                if (try? await queue.sealIntake()) ?? 0 > 0 { signal.yield() }
+            }
+        }
+        var refused = false
         while !Task.isCancelled {
             do {
-                try await queue.withWakeUps { wakeUps in
-                    signal.yield()
-                    for try await _ in wakeUps {
-                        // Claim first (the claim seals what it takes): sealing the rest must not delay pickup.
-                        signal.yield()
-                        if (try? await queue.sealIntake()) ?? 0 > 0 { signal.yield() }
-                    }
+                if refused {
+                    try await queue.withWakeUps(hear)
+                } else {
+                    try await queue.withWorkerSession(owner: owner, registered: { state.setLiveness(.held) }, hear)
                 }
-            } catch {
-                logger.debug(
-                    "Wake-up listener lost its connection; polling until it is back",
-                    metadata: ["error": "\(String(describing: error).prefix(200))"]
+            } catch let error as RevokerStoreError where error.code == .livenessUnavailable {
+                refused = true
+                state.setLiveness(.unavailable)
+                logger.warning(
+                    "The database refuses the worker's liveness lock; should this worker die, its requests wait for their leases (grant migration 0011's table to the worker's role: deploy/postgres/roles.sql)",
+                    metadata: ["error": "\(String(reflecting: error).prefix(300))"]
                 )
+                continue
+            } catch {
+                if Task.isCancelled { return }
+                if !refused, state.setLiveness(.lost) == .held {
+                    logger.warning(
+                        "The worker's own database connection dropped; handing back in-flight requests until it is back",
+                        metadata: ["error": "\(String(describing: error).prefix(200))"]
+                    )
+                }
             }
             do { try await Task.sleep(for: .seconds(1)) } catch { return }
         }
@@ -179,17 +209,15 @@ public struct RevocationWorker: Service {
         _ = try? await withDeadline(settings.databaseTimeout) { try await queue.extendLeases(leases, by: duration) }
     }
 
-    /// Puts requests of workers that stopped answering back in the queue; returns how many.
+    /// Puts the requests of workers that are gone (lease expired, or liveness lock free) back in the queue.
     @discardableResult
-    private func rescue() async -> Int {
+    private func rescue() async -> RescueResult {
         do {
             let queue = queue
-            let rescued = try await withDeadline(settings.databaseTimeout) { try await queue.rescueExpiredLeases() }
-            if rescued > 0 { logger.notice("Rescued requests whose worker stopped answering", metadata: ["revoker.rescued": "\(rescued)"]) }
-            return rescued
+            return try await withDeadline(settings.databaseTimeout) { try await queue.rescue() }
         } catch {
             logger.debug("Rescue pass failed", metadata: ["error": "\(String(describing: error).prefix(200))"])
-            return 0
+            return RescueResult(rescued: 0, awaitingConfirmation: 0)
         }
     }
 

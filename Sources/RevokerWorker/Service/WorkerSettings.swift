@@ -8,6 +8,8 @@ public struct WorkerSettings: Sendable, Equatable {
     public var lease: Duration = .seconds(60)
     /// Attempts before a request ends `failed` / `exhausted`.
     public var maxAttempts = 8
+    /// How often expired leases and the requests of workers that are gone are looked for.
+    public var rescueInterval: Duration = .seconds(1)
     /// How often the queue is polled when no wake-up arrives.
     public var pollInterval: Duration = .seconds(5)
     /// The first retry delay; it doubles per attempt, with full jitter.

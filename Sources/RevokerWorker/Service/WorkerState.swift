@@ -21,8 +21,38 @@ final class WorkerState: Sendable {
         var unfinished: Set<UUID> = []
     }
 
+    /// The worker's liveness lock (`RevocationQueue.withWorkerSession`).
+    enum Liveness {
+        /// Not taken yet.
+        case starting
+        /// Held and registered: requests claimed now are rescued within seconds should this process die.
+        case held
+        /// Its connection dropped: others may soon take this worker for dead.
+        case lost
+        /// The database refuses it: requests rely on their leases alone.
+        case unavailable
+    }
+
     private let shutdown = Mutex(Shutdown())
     private let work = Mutex(Work())
+    private let liveness = Mutex(Liveness.starting)
+
+    /// New requests may be claimed: never while the liveness lock is being taken or was lost,
+    /// since a rescuer could take this worker for dead and run the same request.
+    var mayClaim: Bool { liveness.withLock { $0 == .held || $0 == .unavailable } }
+
+    /// In-flight requests should be handed back before their next step: the liveness lock is lost.
+    var livenessLost: Bool { liveness.withLock { $0 == .lost } }
+
+    /// Records the lock's state; returns the previous one.
+    @discardableResult
+    func setLiveness(_ new: Liveness) -> Liveness {
+        liveness.withLock { state in
+            let old = state
+            state = new
+            return old
+        }
+    }
 
     /// Claiming has stopped.
     var isStopping: Bool { shutdown.withLock { $0.stopping } }

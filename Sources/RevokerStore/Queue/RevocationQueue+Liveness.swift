@@ -1,0 +1,71 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Whether a worker's owner id is known alive (migration 0011): a worker holds a session-level
+/// advisory lock named after its owner on a connection of its own for as long as it lives, and
+/// registers the owner in `revoker.workers`. A rescuer that can take a registered owner's lock
+/// knows its session is gone, and rescues that owner's requests without waiting for their leases.
+extension RevocationQueue {
+    /// The first key of every worker's liveness lock (the second is `revoker.worker_lock(owner)`).
+    static let workerLockNamespace: Int32 = 1_920_364_290
+
+    /// How long an owner's lock must stay free before its requests are rescued: a worker whose
+    /// connection dropped for a moment (a database restart) takes its lock back sooner.
+    public static let livenessConfirmation: Duration = .seconds(3)
+
+    /// Holds `owner`'s liveness lock and registration for the duration of `body`, on a
+    /// connection of its own that also listens for wake-ups. `registered` is called once the
+    /// lock is held and the owner registered. When the connection drops, the lock goes with it
+    /// and this throws; the connection is closed on the way out, so the lock never stays
+    /// behind in the pool.
+    ///
+    /// Throws ``RevokerStoreError/Code-swift.struct/livenessUnavailable`` when the database
+    /// refuses the lock or the registration (a role without the 0011 grants).
+    public func withWorkerSession<Result: Sendable>(
+        owner: String,
+        registered: @Sendable () -> Void,
+        _ body: @Sendable (WakeUps) async throws -> Result
+    ) async throws -> Result {
+        try Self.validateActor(owner)
+        return try await self.client.withConnection { connection in
+            do {
+                do {
+                    try await connection.query(
+                        "SELECT pg_advisory_lock(\(Self.workerLockNamespace), revoker.worker_lock(\(owner)))",
+                        logger: self.logger
+                    ).collect()
+                    try await connection.query(
+                        """
+                        INSERT INTO revoker.workers (owner) VALUES (\(owner))
+                        ON CONFLICT (owner) DO UPDATE SET locked_at = now(), lock_lost_at = NULL
+                        """,
+                        logger: self.logger
+                    ).collect()
+                } catch let error as PSQLError where error.serverInfo != nil {
+                    throw RevokerStoreError(
+                        .livenessUnavailable,
+                        "the database refused the worker's liveness lock or registration",
+                        detail: "\(StoreDatabase.map(error))"
+                    )
+                }
+                registered()
+                let result = try await connection.listen(on: Self.wakeUpChannel) { notifications in
+                    try await body(WakeUps(base: notifications))
+                }
+                try? await connection.close().get()
+                return result
+            } catch {
+                try? await connection.close().get()
+                throw StoreDatabase.map(error)
+            }
+        }
+    }
+
+    /// Removes `owner` from the registered workers (at a clean stop, after its session ended).
+    public func unregisterWorker(owner: String) async throws {
+        try await StoreDatabase.run(self.logger) {
+            _ = try await self.client.query("DELETE FROM revoker.workers WHERE owner = \(owner)", logger: self.logger).collect()
+        }
+    }
+}

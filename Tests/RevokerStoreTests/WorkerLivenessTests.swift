@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import Testing
+
+/// A dead worker's requests come back when its liveness lock has stayed free, not when its
+/// leases expire; a live worker's, an unregistered owner's and a returning worker's do not.
+@Suite("Worker liveness")
+struct WorkerLivenessTests {
+    /// Holds `owner`'s session while `body` runs, then ends it without unregistering (as a
+    /// SIGKILL would: the connection closes, the lock goes, the registration stays).
+    static func withSession<R: Sendable>(
+        _ queue: RevocationQueue,
+        _ db: ScratchDatabase,
+        owner: String,
+        _ body: () async throws -> R
+    ) async throws -> R {
+        let result = try await withThrowingTaskGroup(of: Void.self) { group in
+            let (registered, signal) = AsyncStream.makeStream(of: Void.self)
+            group.addTask {
+                try await queue.withWorkerSession(owner: owner, registered: { signal.yield() }) { wakeUps in
+                    for try await _ in wakeUps {}
+                }
+            }
+            var iterator = registered.makeAsyncIterator()
+            _ = await iterator.next()
+            let result = try await body()
+            group.cancelAll()
+            try? await group.waitForAll()
+            return result
+        }
+        // The server ends the closed session's backend, and its lock, a moment later.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await lockHeld(db, owner: owner), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return result
+    }
+
+    static func lockHeld(_ db: ScratchDatabase, owner: String) async throws -> Bool {
+        let rows = try await db.client.query(
+            """
+            SELECT count(*)::int FROM pg_locks
+            WHERE locktype = 'advisory' AND classid = 1920364290 AND objid = revoker.worker_lock(\(owner))::oid AND objsubid = 2
+            """
+        ).collect()
+        return try rows.first?.decode(Int.self) == 1
+    }
+
+    static func enqueue(_ count: Int, prefix: String, queue: RevocationQueue) async throws {
+        for index in 0..<count {
+            _ = try await queue.enqueue(Fixtures.new("\(prefix)-\(index)"), actor: "test")
+        }
+    }
+
+    static func registered(_ db: ScratchDatabase) async throws -> [String: Bool] {
+        let rows = try await db.client.query("SELECT owner, lock_lost_at IS NOT NULL FROM revoker.workers").collect()
+        return Dictionary(uniqueKeysWithValues: try rows.map { try $0.decode((String, Bool).self) })
+    }
+
+    @Test func aDeadWorkersRequestsAreRescuedOnceItsLockHasStayedFree() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await Self.enqueue(3, prefix: "ref", queue: queue)
+            let dead = try await Self.withSession(queue, db, owner: "w-dead") {
+                try await queue.claim(batch: 2, lease: .seconds(600), owner: "w-dead")
+            }
+            #expect(dead.count == 2)
+            try await Self.withSession(queue, db, owner: "w-live") {
+                let live = try #require(try await queue.claim(batch: 1, lease: .seconds(600), owner: "w-live").first)
+
+                // The first pass only suspects the dead owner: its lock may come back.
+                #expect(try await queue.rescue(confirmation: .seconds(1)) == RescueResult(rescued: 0, awaitingConfirmation: 2))
+                #expect(try await Self.registered(db) == ["w-dead": true, "w-live": false])
+                try await Task.sleep(for: .milliseconds(1100))
+                #expect(try await queue.rescue(confirmation: .seconds(1)) == RescueResult(rescued: 2, awaitingConfirmation: 0))
+                #expect(try await Self.registered(db) == ["w-live": false], "the dead owner is forgotten, the live one stays")
+
+                for claimed in dead {
+                    let request = try #require(try await queue.request(id: claimed.request.id))
+                    #expect(request.state == .pending && request.leaseOwner == nil)
+                    #expect(try await queue.finish(claimed.lease, state: .succeeded, outcome: .revoked) == false, "the dead owner's fence is stale")
+                    let audit = try await AuditLog(client: db.client, logger: Logger(label: "t")).query(AuditQuery(requestID: claimed.request.id))
+                    #expect(audit.records.last?.event == "rescued")
+                    #expect(audit.records.last?.detail == "its worker is gone (liveness lock free)")
+                }
+                #expect(try await queue.request(id: live.request.id)?.state == .running, "a live worker's request stays its own")
+                #expect(try await queue.finish(live.lease, state: .succeeded, outcome: .revoked))
+            }
+        }
+    }
+
+    @Test func aWorkerThatTakesItsLockBackIsNotRescued() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await Self.enqueue(1, prefix: "back", queue: queue)
+            let claimed = try await Self.withSession(queue, db, owner: "w-blip") { () async throws in
+                try #require(try await queue.claim(batch: 1, lease: .seconds(600), owner: "w-blip").first)
+            }
+            #expect(try await queue.rescue(confirmation: .seconds(1)).awaitingConfirmation == 1)
+            try await Self.withSession(queue, db, owner: "w-blip") { () async throws in
+                #expect(try await Self.registered(db) == ["w-blip": false], "taking the lock back clears the suspicion")
+                try await Task.sleep(for: .milliseconds(1100))
+                #expect(try await queue.rescue(confirmation: .seconds(1)) == RescueResult(rescued: 0, awaitingConfirmation: 0))
+                #expect(try await queue.finish(claimed.lease, state: .succeeded, outcome: .revoked))
+            }
+        }
+    }
+
+    @Test func anUnregisteredOwnerReliesOnItsLease() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await Self.enqueue(1, prefix: "old", queue: queue)
+            // An older binary claims without a liveness lock: nothing but the lease tells it is gone.
+            let claimed = try #require(try await queue.claim(batch: 1, lease: .seconds(600), owner: "w-old").first)
+            #expect(try await queue.rescue(confirmation: .zero) == RescueResult(rescued: 0, awaitingConfirmation: 0))
+            #expect(try await queue.request(id: claimed.request.id)?.state == .running)
+            #expect(try await Self.registered(db).isEmpty)
+        }
+    }
+
+    @Test func aSessionRegistersAndItsEndReleasesTheLock() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await Self.withSession(queue, db, owner: "w-one") { () async throws in
+                #expect(try await Self.lockHeld(db, owner: "w-one"))
+                #expect(try await Self.registered(db) == ["w-one": false])
+            }
+            #expect(
+                try await Self.lockHeld(db, owner: "w-one") == false,
+                "the session's connection is closed, not handed back to the pool holding the lock"
+            )
+            try await queue.unregisterWorker(owner: "w-one")
+            #expect(try await Self.registered(db).isEmpty)
+        }
+    }
+}
