@@ -31,22 +31,35 @@ extension AppleSandbox {
         now: Date,
         context: SandboxRequestContext
     ) async throws -> (app: SandboxState.App, grantID: String?) {
-        let call = await state.lookup(clientID: fields["client_id"], credential: credential)
+        let digest = fields["client_secret"].map { SHA256.hash(data: Data($0.utf8)) }
+        let call = await state.lookup(clientID: fields["client_id"], credential: credential, secret: digest)
         if let answer = try await injectFault(call.faults, endpoint: endpoint, grantID: call.grantID, now: now, context: context) {
             throw SandboxAnswer(response: answer)
         }
         guard fields["client_id"] != nil, let secret = fields["client_secret"] else {
             throw await rejection("invalid_request", endpoint, call.grantID, now, "client_id or client_secret is missing")
         }
-        let problem =
-            call.app.map {
-                ClientSecretCheck.problem(with: secret, for: $0, now: now, skew: TimeInterval(configuration.clockSkew.components.seconds))
+        let skew = TimeInterval(configuration.clockSkew.components.seconds)
+        // A secret seen before is not verified again (its signature cannot have changed); its times are.
+        let seen = call.app.flatMap { app in call.verified.flatMap { $0.belongs(to: app) ? $0 : nil } }
+        let verified: Result<ClientSecretCheck.Verified, ClientSecretCheck.Problem> =
+            if let seen {
+                .success(seen)
+            } else if let app = call.app {
+                ClientSecretCheck.verify(secret, for: app)
+            } else {
+                .failure(ClientSecretCheck.Problem(reason: "client_id is not registered"))
             }
-            ?? "client_id is not registered"
-        guard let app = call.app, problem == nil else {
+        let problem: String? =
+            switch verified {
+            case .failure(let problem): problem.reason
+            case .success(let verified): ClientSecretCheck.problem(with: verified, now: now, skew: skew)
+            }
+        guard let app = call.app, problem == nil, case .success(let accepted) = verified, let digest else {
             await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: call.grantID, now: now, rejection: problem)
             throw SandboxAnswer(response: Self.appleError("invalid_client"))
         }
+        if seen == nil { await state.accepted(digest, accepted) }
         return (app, call.grantID)
     }
 }

@@ -33,27 +33,63 @@ enum ClientSecretCheck {
         }
     }
 
-    /// Why `secret` is not acceptable for `app`, or `nil` when Apple would accept it.
-    static func problem(with secret: String, for app: SandboxState.App, now: Date, skew: TimeInterval) -> String? {
+    /// What a verified secret proved: its signature and fixed claims hold for this app; its
+    /// times are checked at every use.
+    struct Verified: Sendable {
+        var clientID: String
+        var keyID: String
+        var teamID: String
+        var publicKey: Data
+        var issuedAt: Double
+        var expires: Double
+
+        func belongs(to app: SandboxState.App) -> Bool {
+            clientID == app.clientID && keyID == app.keyID && teamID == app.teamID && publicKey == app.publicKey.rawRepresentation
+        }
+    }
+
+    /// Why a verified secret is not acceptable now (its times), or `nil`.
+    static func problem(with verified: Verified, now: Date, skew: TimeInterval) -> String? {
+        guard verified.issuedAt <= now.timeIntervalSince1970 + skew else { return "iat is in the future" }
+        guard verified.expires > now.timeIntervalSince1970 else { return "the secret has expired" }
+        return nil
+    }
+
+    struct Problem: Error {
+        var reason: String
+    }
+
+    /// Checks everything about `secret` but the times against now.
+    static func verify(_ secret: String, for app: SandboxState.App) -> Result<Verified, Problem> {
+        func refuse(_ reason: String) -> Result<Verified, Problem> { .failure(Problem(reason: reason)) }
         let parts = secret.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
             let headerData = Data(base64URL: parts[0]), let claimsData = Data(base64URL: parts[1]), let signature = Data(base64URL: parts[2])
-        else { return "client_secret is not a compact JWS" }
+        else { return refuse("client_secret is not a compact JWS") }
         let decoder = JSONDecoder()
-        guard let header = try? decoder.decode(Header.self, from: headerData) else { return "the JWS header is not JSON" }
-        guard header.alg == "ES256" else { return "alg is \(header.alg ?? "missing"), not ES256" }
-        guard header.kid == app.keyID else { return "kid does not match the registered key" }
+        guard let header = try? decoder.decode(Header.self, from: headerData) else { return refuse("the JWS header is not JSON") }
+        guard header.alg == "ES256" else { return refuse("alg is \(header.alg ?? "missing"), not ES256") }
+        guard header.kid == app.keyID else { return refuse("kid does not match the registered key") }
         guard let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
             app.publicKey.isValidSignature(ecdsa, for: Data("\(parts[0]).\(parts[1])".utf8))
-        else { return "the signature does not verify with the registered key" }
-        guard let claims = try? decoder.decode(Claims.self, from: claimsData) else { return "the JWS claims are not JSON" }
-        guard claims.iss == app.teamID else { return "iss is not the registered Team ID" }
-        guard claims.sub == app.clientID else { return "sub is not the client_id" }
-        guard claims.aud?.values == [ClientSecretClaims.audience] else { return "aud is not \(ClientSecretClaims.audience)" }
-        guard let iat = claims.iat, let exp = claims.exp else { return "iat or exp is missing" }
-        guard iat <= now.timeIntervalSince1970 + skew else { return "iat is in the future" }
-        guard exp > now.timeIntervalSince1970 else { return "the secret has expired" }
-        guard exp - iat <= Double(ClientSecretSigner.maximumLifetime.components.seconds) else { return "exp is more than 15777000 s after iat" }
-        return nil
+        else { return refuse("the signature does not verify with the registered key") }
+        guard let claims = try? decoder.decode(Claims.self, from: claimsData) else { return refuse("the JWS claims are not JSON") }
+        guard claims.iss == app.teamID else { return refuse("iss is not the registered Team ID") }
+        guard claims.sub == app.clientID else { return refuse("sub is not the client_id") }
+        guard claims.aud?.values == [ClientSecretClaims.audience] else { return refuse("aud is not \(ClientSecretClaims.audience)") }
+        guard let iat = claims.iat, let exp = claims.exp else { return refuse("iat or exp is missing") }
+        guard exp - iat <= Double(ClientSecretSigner.maximumLifetime.components.seconds) else {
+            return refuse("exp is more than 15777000 s after iat")
+        }
+        return .success(
+            Verified(
+                clientID: app.clientID,
+                keyID: app.keyID,
+                teamID: app.teamID,
+                publicKey: app.publicKey.rawRepresentation,
+                issuedAt: iat,
+                expires: exp
+            )
+        )
     }
 }

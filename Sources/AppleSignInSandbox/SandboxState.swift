@@ -31,6 +31,8 @@ actor SandboxState {
     private var tokens: [String: (grantID: String, kind: TokenKind)] = [:]
     private(set) var faults: SandboxFaults
     private var statistics = SandboxStatistics()
+    /// Client secrets whose signature verified, by digest, with the app they verified for.
+    private var acceptedSecrets: [SHA256.Digest: ClientSecretCheck.Verified] = [:]
 
     init(faults: SandboxFaults) {
         self.faults = faults
@@ -40,6 +42,7 @@ actor SandboxState {
 
     func register(_ app: App) {
         apps[app.clientID] = app
+        acceptedSecrets = acceptedSecrets.filter { $0.value.clientID != app.clientID }
     }
 
     func app(_ clientID: String) -> App? { apps[clientID] }
@@ -87,6 +90,12 @@ actor SandboxState {
     // MARK: Apple's endpoints
 
     /// Records a call and its answer, on the grant it concerns when one is known.
+    /// Notes a client secret whose signature and fixed claims verified, for
+    /// ``SandboxStatistics/clientSecrets`` and so that its next use checks only the times.
+    func accepted(_ digest: SHA256.Digest, _ verified: ClientSecretCheck.Verified) {
+        if acceptedSecrets.updateValue(verified, forKey: digest) == nil { statistics.clientSecrets += 1 }
+    }
+
     func record(endpoint: String, status: Int, error: String?, grantID: String?, now: Date, rejection: String? = nil) {
         statistics.count(endpoint: endpoint, status: status, error: error, rejection: rejection)
         if let grantID {
@@ -96,9 +105,13 @@ actor SandboxState {
 
     /// What a call needs before its real work, in one hop: the faults, the grant the code or
     /// token belongs to, and the app.
-    func lookup(clientID: String?, credential: String?) -> (faults: SandboxFaults, grantID: String?, app: App?) {
+    func lookup(
+        clientID: String?,
+        credential: String?,
+        secret: SHA256.Digest?
+    ) -> (faults: SandboxFaults, grantID: String?, app: App?, verified: ClientSecretCheck.Verified?) {
         let grantID = credential.flatMap { codes[$0] ?? tokens[$0]?.grantID }
-        return (faults, grantID, clientID.flatMap { apps[$0] })
+        return (faults, grantID, clientID.flatMap { apps[$0] }, secret.flatMap { acceptedSecrets[$0] })
     }
 
     struct IssuedTokens {

@@ -80,6 +80,7 @@ public struct SandboxStatistics: Codable, Sendable, Equatable {
         case calls
         case byOutcome = "by_outcome"
         case lastRejection = "last_rejection"
+        case clientSecrets = "client_secrets"
     }
     /// All calls.
     public var calls: Int
@@ -87,11 +88,14 @@ public struct SandboxStatistics: Codable, Sendable, Equatable {
     public var byOutcome: [String: Int]
     /// Why the last `invalid_client` or `invalid_request` was answered (the sandbox explains what the provider does not).
     public var lastRejection: String?
+    /// Distinct client secrets accepted (Apple's; a worker signs one per attempt at a request).
+    public var clientSecrets: Int
 
     package init() {
         self.calls = 0
         self.byOutcome = [:]
         self.lastRejection = nil
+        self.clientSecrets = 0
     }
 
     /// Counts a call and its answer; `rejection` says why a client was refused.

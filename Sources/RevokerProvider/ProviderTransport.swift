@@ -44,7 +44,7 @@ public struct ProviderTransport: Sendable {
         request.headers.add(name: "Accept", value: "application/json")
         if let form {
             request.headers.add(name: "Content-Type", value: FormEncoding.contentType)
-            request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
+            request.body = .bytes(ByteBuffer(bytes: FormEncoding.encodedBytes(form)))
         }
         let started = ContinuousClock.now
         do {

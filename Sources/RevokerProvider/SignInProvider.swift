@@ -52,6 +52,13 @@ public protocol ProviderApp: Sendable {
     /// Checks that the provider accepts the app's own credentials, without touching a grant:
     /// throws a `configurationFault` failure while it does not.
     func probe() async throws
+    /// The app for one attempt at one request, whose calls may share work: Apple's signs one
+    /// client secret for the attempt's token call and revoke. The default is the app itself.
+    func forAttempt() -> any ProviderApp
+}
+
+extension ProviderApp {
+    public func forAttempt() -> any ProviderApp { self }
 }
 
 /// The kind of token a revoke is given.

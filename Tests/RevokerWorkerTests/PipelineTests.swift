@@ -75,6 +75,8 @@ struct PipelineTests {
             }
             let mismatched = try await harness.sandbox.admin.grant(mismatch.grantID)
             #expect(!mismatched.revoked && mismatched.revokeCalls == 0, "someone else's grant is never revoked")
+            // One client secret per request (its token call and revoke share it), and the test's own.
+            #expect(try await harness.sandbox.admin.statistics().clientSecrets == requests.count + 1)
 
             let audit = try await harness.audit()
             let events = { (reference: String) in audit.filter { $0.externalReference == reference }.map(\.event) }

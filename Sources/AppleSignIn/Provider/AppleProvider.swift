@@ -59,7 +59,8 @@ public struct AppleProvider: SignInProvider {
     }
 }
 
-/// One Apple app's calls as the worker makes them: every call signs a fresh client secret.
+/// One Apple app's calls as the worker makes them: every attempt at a request signs a fresh
+/// client secret, shared by that attempt's token call and revoke.
 public struct AppleProviderApp: ProviderApp {
     /// Signs and sends this app's calls.
     public let client: AppleAppClient
@@ -70,6 +71,10 @@ public struct AppleProviderApp: ProviderApp {
     public var clientID: String { client.clientID }
     public var tokenEndpoint: String { AppleEndpoint.token.rawValue }
     public var revokeEndpoint: String { AppleEndpoint.revoke.rawValue }
+
+    public func forAttempt() -> any ProviderApp {
+        AppleProviderApp(client: client.forOneAttempt(), defaultRedirectURI: defaultRedirectURI, verifier: verifier)
+    }
 
     public func exchange(code: String, redirectURI: String?) async throws -> GrantProof {
         let response = try await client.exchange(code: code, redirectURI: redirectURI ?? defaultRedirectURI)

@@ -49,9 +49,14 @@ public struct RevocationPipeline: Sendable {
     /// (shutdown past its grace period) the request is handed back instead of continued.
     public func process(_ claimed: ClaimedRevocation, shouldRelease: @escaping @Sendable () -> Bool = { false }) async -> Disposition {
         var logger = self.logger
-        logger[metadataKey: "revoker.request.id"] = "\(claimed.request.id)"
-        logger[metadataKey: "revoker.provider"] = "\(claimed.request.provider)"
-        logger[metadataKey: "revoker.client_id"] = "\(claimed.request.clientID)"
+        // One assignment: a handler may re-render its metadata at each (StreamLogHandler does).
+        logger.handler.metadata.merge(
+            [
+                "revoker.request.id": "\(claimed.request.id)",
+                "revoker.provider": "\(claimed.request.provider)",
+                "revoker.client_id": "\(claimed.request.clientID)",
+            ]
+        ) { $1 }
         var run = Run(claimed: claimed, logger: logger, shouldRelease: shouldRelease)
         do {
             return try await self.carry(&run)
@@ -76,7 +81,8 @@ public struct RevocationPipeline: Sendable {
     }
 
     private func carry(_ run: inout Run) async throws -> Disposition {
-        guard let provider = ProviderName(rawValue: run.request.provider), let app = providers.app(provider: provider, clientID: run.request.clientID)
+        guard let provider = ProviderName(rawValue: run.request.provider),
+            let app = providers.app(provider: provider, clientID: run.request.clientID)?.forAttempt()
         else {
             run.logger.error(
                 "A request names a provider and client_id this worker has no configuration for; it fails as client_misconfigured and can be requeued once the app is configured"
