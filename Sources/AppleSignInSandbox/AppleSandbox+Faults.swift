@@ -39,27 +39,23 @@ extension AppleSandbox {
         guard fields["client_id"] != nil, let secret = fields["client_secret"] else {
             throw await rejection("invalid_request", endpoint, call.grantID, now, "client_id or client_secret is missing")
         }
-        let skew = TimeInterval(configuration.clockSkew.components.seconds)
-        // A secret seen before is not verified again (its signature cannot have changed); its times are.
-        let seen = call.app.flatMap { app in call.verified.flatMap { $0.belongs(to: app) ? $0 : nil } }
-        let verified: Result<ClientSecretCheck.Verified, ClientSecretCheck.Problem> =
-            if let seen {
-                .success(seen)
-            } else if let app = call.app {
-                ClientSecretCheck.verify(secret, for: app)
-            } else {
-                .failure(ClientSecretCheck.Problem(reason: "client_id is not registered"))
-            }
-        let problem: String? =
-            switch verified {
-            case .failure(let problem): problem.reason
-            case .success(let verified): ClientSecretCheck.problem(with: verified, now: now, skew: skew)
-            }
-        guard let app = call.app, problem == nil, case .success(let accepted) = verified, let digest else {
-            await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: call.grantID, now: now, rejection: problem)
-            throw SandboxAnswer(response: Self.appleError("invalid_client"))
+        // Apple says no more than invalid_client; the reason goes to the statistics.
+        func refuse(_ reason: String) async -> SandboxAnswer {
+            await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: call.grantID, now: now, rejection: reason)
+            return SandboxAnswer(response: Self.appleError("invalid_client"))
         }
-        if seen == nil { await state.accepted(digest, accepted) }
+        guard let app = call.app, let digest else { throw await refuse("client_id is not registered") }
+        // A secret seen before is not verified again (its signature cannot have changed); its times are.
+        let seen = call.verified.flatMap { $0.belongs(to: app) ? $0 : nil }
+        let skew = TimeInterval(configuration.clockSkew.components.seconds)
+        switch (seen.map { .success($0) } ?? ClientSecretCheck.verify(secret, for: app)).flatMap({
+            ClientSecretCheck.current($0, now: now, skew: skew)
+        }) {
+        case .failure(let problem):
+            throw await refuse(problem.reason)
+        case .success(let verified):
+            if seen == nil { await state.accepted(digest, verified) }
+        }
         return (app, call.grantID)
     }
 }

@@ -48,11 +48,11 @@ enum ClientSecretCheck {
         }
     }
 
-    /// Why a verified secret is not acceptable now (its times), or `nil`.
-    static func problem(with verified: Verified, now: Date, skew: TimeInterval) -> String? {
-        guard verified.issuedAt <= now.timeIntervalSince1970 + skew else { return "iat is in the future" }
-        guard verified.expires > now.timeIntervalSince1970 else { return "the secret has expired" }
-        return nil
+    /// `verified` if its times accept it now.
+    static func current(_ verified: Verified, now: Date, skew: TimeInterval) -> Result<Verified, Problem> {
+        guard verified.issuedAt <= now.timeIntervalSince1970 + skew else { return .failure(Problem(reason: "iat is in the future")) }
+        guard verified.expires > now.timeIntervalSince1970 else { return .failure(Problem(reason: "the secret has expired")) }
+        return .success(verified)
     }
 
     struct Problem: Error {

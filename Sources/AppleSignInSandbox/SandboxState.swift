@@ -89,13 +89,13 @@ actor SandboxState {
 
     // MARK: Apple's endpoints
 
-    /// Records a call and its answer, on the grant it concerns when one is known.
     /// Notes a client secret whose signature and fixed claims verified, for
     /// ``SandboxStatistics/clientSecrets`` and so that its next use checks only the times.
     func accepted(_ digest: SHA256.Digest, _ verified: ClientSecretCheck.Verified) {
         if acceptedSecrets.updateValue(verified, forKey: digest) == nil { statistics.clientSecrets += 1 }
     }
 
+    /// Records a call and its answer, on the grant it concerns when one is known.
     func record(endpoint: String, status: Int, error: String?, grantID: String?, now: Date, rejection: String? = nil) {
         statistics.count(endpoint: endpoint, status: status, error: error, rejection: rejection)
         if let grantID {

@@ -29,36 +29,42 @@ extension RevocationQueue {
     ) async throws -> Result {
         try Self.validateActor(owner)
         return try await self.client.withConnection { connection in
+            let outcome: Swift.Result<Result, any Error>
             do {
-                do {
-                    try await connection.query(
-                        "SELECT pg_advisory_lock(\(Self.workerLockNamespace), revoker.worker_lock(\(owner)))",
-                        logger: self.logger
-                    ).collect()
-                    try await connection.query(
-                        """
-                        INSERT INTO revoker.workers (owner) VALUES (\(owner))
-                        ON CONFLICT (owner) DO UPDATE SET locked_at = now(), lock_lost_at = NULL
-                        """,
-                        logger: self.logger
-                    ).collect()
-                } catch let error as PSQLError where error.serverInfo != nil {
-                    throw RevokerStoreError(
-                        .livenessUnavailable,
-                        "the database refused the worker's liveness lock or registration",
-                        detail: "\(StoreDatabase.map(error))"
-                    )
-                }
+                try await self.lock(owner: owner, on: connection)
                 registered()
-                let result = try await connection.listen(on: Self.wakeUpChannel) { notifications in
-                    try await body(WakeUps(base: notifications))
-                }
-                try? await connection.close().get()
-                return result
+                outcome = .success(
+                    try await connection.listen(on: Self.wakeUpChannel) { notifications in try await body(WakeUps(base: notifications)) }
+                )
             } catch {
-                try? await connection.close().get()
-                throw StoreDatabase.map(error)
+                outcome = .failure(StoreDatabase.map(error))
             }
+            // Closed, never handed back: a pooled connection must not keep holding the lock.
+            try? await connection.close().get()
+            return try outcome.get()
+        }
+    }
+
+    /// Takes `owner`'s lock on `connection`, then registers the owner.
+    private func lock(owner: String, on connection: PostgresConnection) async throws {
+        do {
+            try await connection.run(
+                "SELECT pg_advisory_lock(\(Self.workerLockNamespace), revoker.worker_lock(\(owner)))",
+                logger: self.logger
+            )
+            try await connection.run(
+                """
+                INSERT INTO revoker.workers (owner) VALUES (\(owner))
+                ON CONFLICT (owner) DO UPDATE SET locked_at = now(), lock_lost_at = NULL
+                """,
+                logger: self.logger
+            )
+        } catch let error as PSQLError where error.serverInfo != nil {
+            throw RevokerStoreError(
+                .livenessUnavailable,
+                "the database refused the worker's liveness lock or registration",
+                detail: "\(StoreDatabase.map(error))"
+            )
         }
     }
 

@@ -28,13 +28,13 @@ extension RevocationQueue {
         let rows = try await StoreDatabase.run(self.logger) {
             try await self.client.withTransaction(logger: self.logger) { connection in
                 // Owners whose lock nobody holds become suspects; the try-locks last until commit.
-                try await connection.query(
+                try await connection.run(
                     """
                     UPDATE revoker.workers SET lock_lost_at = now()
                     WHERE lock_lost_at IS NULL AND pg_try_advisory_xact_lock(\(Self.workerLockNamespace), revoker.worker_lock(owner))
                     """,
                     logger: self.logger
-                ).collect()
+                )
                 return try await connection.query(
                     """
                     WITH dead AS (

@@ -68,7 +68,10 @@ public struct RevocationWorker: Service {
                 background.addTask { await self.every(self.settings.pollInterval) { signal.yield() } }
                 background.addTask { await self.holdSession(signal) }
                 background.addTask { await self.every(self.settings.lease / 3) { await self.extendLeases() } }
-                background.addTask { await self.every(self.settings.rescueInterval) { await self.rescue() } }
+                if case .continuous = mode {
+                    // A drain rescues in its claim loop instead, so that its last claim comes after its last rescue.
+                    background.addTask { await self.every(self.settings.rescueInterval) { await self.rescue() } }
+                }
                 background.addTask { await self.every(min(self.settings.pauseProbeInterval, .seconds(5))) { await self.probePausedApps() } }
                 await withDiscardingTaskGroup { work in
                     await self.claimLoop(work: &work, signals: signals, signal: signal)
