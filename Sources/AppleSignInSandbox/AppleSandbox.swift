@@ -2,6 +2,8 @@ import AppleSignIn
 import Crypto
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
 import JWTKit
 import Logging
 import NIOCore
@@ -45,6 +47,7 @@ public struct AppleSandbox: Sendable {
     let state: SandboxState
     let identityTokens: SandboxSigningKeys
     let notifications = SentMessages()
+    let connections = SandboxConnections()
 
     public init(configuration: Configuration = .init()) async throws {
         self.configuration = configuration
@@ -53,18 +56,22 @@ public struct AppleSandbox: Sendable {
     }
 
     /// An application serving the sandbox, and `others` under their prefixes; `onServerRunning`
-    /// receives the bound port (pass port 0 for any free one).
+    /// receives the bound port (pass port 0 for any free one). With `tls` it serves HTTPS and
+    /// negotiates HTTP/2 as Apple does; without, plain HTTP/1.1.
     public func application(
         host: String = "127.0.0.1",
         port: Int = 0,
+        tls: SandboxTLS? = nil,
         logger: Logger = Logger(label: "revoker.sandbox"),
         beside others: any MountableSandbox...,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
+    ) throws -> some ApplicationProtocol {
         let router = router()
         for other in others { other.addRoutes(to: router) }
+        let server: HTTPServerBuilder = try tls.map { try HTTPServerBuilder.http2Upgrade(tlsConfiguration: $0.serverConfiguration) } ?? .http1()
         return Application(
             router: router,
+            server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: "AppleSignInSandbox"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger
@@ -74,6 +81,7 @@ public struct AppleSandbox: Sendable {
     /// The routes, for embedding the sandbox in another application.
     public func router() -> Router<SandboxRequestContext> {
         let router = Router(context: SandboxRequestContext.self)
+        router.add(middleware: SandboxConnectionMiddleware(connections: connections))
         router.post("auth/token") { request, context in try await self.token(request, context: context) }
         router.post("auth/revoke") { request, context in try await self.revoke(request, context: context) }
         router.get("auth/keys") { _, _ in
@@ -98,6 +106,7 @@ public struct AppleSandbox: Sendable {
             return Self.json(report)
         }
         admin.get("statistics") { _, _ in Self.json(await self.state.currentStatistics()) }
+        admin.get("connections") { _, _ in Self.json(self.connections.report) }
         admin.get("faults") { _, _ in Self.json(await self.state.faults) }
         admin.put("faults") { request, context in
             let faults = try await request.decode(as: SandboxFaults.self, context: context)

@@ -84,6 +84,11 @@ public struct AppleSandboxAdmin: Sendable {
         try await decode(send(.GET, "/sandbox/statistics"))
     }
 
+    /// The connections calls came on (to both sandboxes), and over which HTTP version.
+    public func connections() async throws -> SandboxConnectionReport {
+        try await decode(send(.GET, "/sandbox/connections"))
+    }
+
     /// Replaces the injected faults.
     public func setFaults(_ faults: SandboxFaults) async throws {
         _ = try await send(.PUT, "/sandbox/faults", body: faults)

@@ -95,9 +95,10 @@ extension GoogleSandbox {
 
     func addRISCRoutes(to group: RouterGroup<SandboxRequestContext>, admin: RouterGroup<SandboxRequestContext>) {
         group.get(".well-known/risc-configuration") { request, _ in
-            // The keys are this sandbox's own certs, wherever it is served.
+            // The keys are this sandbox's own certs, wherever and however it is served (HTTP/2
+            // carries the scheme; HTTP/1.1 reaches the sandbox in plain text).
             let host = request.head.authority ?? "127.0.0.1"
-            let base = "http://\(host)\(request.uri.path.dropLast(GoogleEndpoint.riscConfiguration.rawValue.count))"
+            let base = "\(request.head.scheme ?? "http")://\(host)\(request.uri.path.dropLast(GoogleEndpoint.riscConfiguration.rawValue.count))"
             return SandboxJSON.response([
                 "issuer": Self.riscIssuer, "jwks_uri": base + GoogleEndpoint.certs.rawValue,
                 "delivery_methods_supported": "https://schemas.openid.net/secevent/risc/delivery-method/push",

@@ -80,6 +80,15 @@ public struct RevokerApp: Sendable {
         self.metrics = PrometheusCollectorRegistry()
         (self.ports, self.portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         self.servesAPI = parts.contains(.api)
+        if !parts.isEmpty {
+            OpenFileLimit.raise(
+                need: OpenFileLimit.need(
+                    workerConcurrency: parts.contains(.worker) ? configuration.worker.concurrency : nil,
+                    apiConnections: parts.contains(.api) ? configuration.http.maxConnections : nil
+                ),
+                logger: logger
+            )
+        }
         // A serving process makes the SQL path match its configuration; one-shot commands,
         // which may run with a partial configuration, leave it alone.
         let queue = self.queue
@@ -119,7 +128,7 @@ public struct RevokerApp: Sendable {
         // An API without apps or notifications has nothing to ask a provider.
         let hasApps = !configuration.apps.isEmpty || !configuration.googleApps.isEmpty
         if parts.contains(.worker) || (parts.contains(.api) && (configuration.appleNotifications != nil || hasApps)) {
-            let httpClient = ProviderTransport.makeHTTPClient(concurrency: configuration.worker.concurrency)
+            let httpClient = configuration.makeProviderHTTPClient()
             services.append(.init(service: HTTPClientService(client: httpClient), serviceName: "provider-http-client"))
             do {
                 (providers, appleKeys, riscKeys) = try await Self.makeProviders(configuration, httpClient: httpClient, logger: logger)
@@ -303,7 +312,7 @@ public struct RevokerApp: Sendable {
         logger: Logger,
         _ body: (SignInProviders) async throws -> T
     ) async throws -> T {
-        let httpClient = ProviderTransport.makeHTTPClient(concurrency: configuration.worker.concurrency)
+        let httpClient = configuration.makeProviderHTTPClient()
         do {
             let result = try await body(try await makeProviders(configuration, httpClient: httpClient, logger: logger).providers)
             try await httpClient.shutdown()
@@ -321,6 +330,9 @@ public struct RevokerApp: Sendable {
         httpClient: HTTPClient,
         logger: Logger
     ) async throws -> (providers: SignInProviders, appleKeys: AppleKeySet, riscKeys: GoogleKeySet) {
+        if let file = configuration.extraTrustRootsFile {
+            logger.notice("Calls to providers also trust the authorities in \(file) (extra_trust_roots_file, a test setting)")
+        }
         let appleClient = AppleClient(
             httpClient: httpClient,
             configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
@@ -345,7 +357,7 @@ public struct RevokerApp: Sendable {
 
     static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {
         AppleClient(
-            httpClient: AppleClient.makeHTTPClient(concurrency: configuration.worker.concurrency),
+            httpClient: configuration.makeProviderHTTPClient(),
             configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
             logger: logger
         )

@@ -49,7 +49,7 @@ extension Benchmark {
     func measureSandboxAlone() async throws -> BenchmarkReport.SandboxAlone {
         let pairs = options.requests
         let width = options.concurrency(atLatency: 0)
-        return try await RunningSandbox.with { sandbox in
+        return try await RunningSandbox.with(transport: options.transport) { sandbox in
             try await sandbox.withClient { client in
                 let app = try await sandbox.appClient(client, clientID: Self.apps[0])
                 let tokens = try await concurrently(pairs, width: 16) { index in

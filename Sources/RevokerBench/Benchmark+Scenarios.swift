@@ -34,11 +34,12 @@ extension Benchmark {
     // MARK: Drain
 
     /// Enqueues a backlog of live grants, then lets `processes` workers drain it while measuring.
-    func measureDrain(latency: Int, processes: Int, google: Bool = false) async throws -> BenchmarkReport.Drain {
+    func measureDrain(latency: Int, processes: Int, google: Bool = false, transport: SandboxTransport? = nil) async throws -> BenchmarkReport.Drain {
         let concurrency = options.concurrency(atLatency: latency)
         let batch = min(options.batchSize, concurrency)
         let worker: [String: any Sendable] = ["concurrency": concurrency, "batch_size": batch]
-        return try await withStage(latency: latency, worker: worker, google: google) { stage in
+        let transport = transport ?? options.transport
+        return try await withStage(latency: latency, worker: worker, google: google, transport: transport) { stage in
             let grants = try await Grant.mint(
                 options.requests,
                 apps: Self.apps,
@@ -59,7 +60,11 @@ extension Benchmark {
             let postgresCPU = ProcessStatistics.postgresCPUSeconds(postmaster: counters.postmaster)
             let ownCPU = ProcessStatistics.ownCPUSeconds()
             var problems: [String] = []
+            // The benchmark's own connections to the sandbox, open before the workers start.
+            let ownConnections = try await stage.sandbox.admin.connections().open
+            var peakConnections = ownConnections
 
+            var peakOpenFiles = 0
             let (workerCPU, peakRSS, polls, postgresCPUUsed, ownCPUUsed) = try await withWorkers(processes, stage: stage) { workers in
                 var cpu = [Double](repeating: 0, count: workers.count)
                 var rss = [Int](repeating: 0, count: workers.count)
@@ -70,12 +75,14 @@ extension Benchmark {
                         for (index, worker) in workers.enumerated() {
                             cpu[index] = ProcessStatistics.cpuSeconds(pid: worker.processIdentifier) ?? cpu[index]
                             rss[index] = ProcessStatistics.peakResidentBytes(pid: worker.processIdentifier) ?? rss[index]
+                            peakOpenFiles = max(peakOpenFiles, ProcessStatistics.openFiles(pid: worker.processIdentifier) ?? 0)
                         }
                         let rows = try await monitor.query(
                             "\(unescaped: Self.marker) SELECT count(*) FILTER (WHERE state NOT IN ('pending', 'running'))::int FROM revoker.revocation_requests",
                             logger: logger
                         ).collect()
                         polls += 1
+                        peakConnections = max(peakConnections, try await stage.sandbox.admin.connections().open)
                         if try rows.first?.decode(Int.self) ?? 0 >= grants.count { break }
                         if let dead = workers.first(where: { !$0.isRunning }) {
                             problems.append("a worker process exited early: \(dead.stderrSoFar.suffix(500))")
@@ -111,6 +118,9 @@ extension Benchmark {
             let revocations = Double(max(outcome.revoked, 1))
             return BenchmarkReport.Drain(
                 workload: google ? "apple+google" : "apple",
+                transport: transport.rawValue,
+                providerConnections: peakConnections - ownConnections,
+                workerPeakOpenFiles: peakOpenFiles,
                 latencyMilliseconds: latency,
                 workerProcesses: processes,
                 concurrencyPerProcess: concurrency,

@@ -70,6 +70,14 @@ public struct Benchmark: Sendable {
                 drains.append(drain)
             }
         }
+        for latency in options.transport == .https ? [] : options.httpsLatenciesMilliseconds {
+            progress("drain: \(options.requests) requests over HTTPS with HTTP/2, latency \(latency) ms, 1 worker process")
+            let drain = try await measureDrain(latency: latency, processes: 1, transport: .https)
+            progress(
+                "  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s\(drain.valid ? "" : " INVALID: \(drain.problems.joined(separator: "; "))")"
+            )
+            drains.append(drain)
+        }
         for latency in options.mixedLatenciesMilliseconds {
             progress("drain: \(options.requests) requests, every other one a Google grant, latency \(latency) ms, 1 worker process")
             let drain = try await measureDrain(latency: latency, processes: 1, google: true)
@@ -103,9 +111,11 @@ public struct Benchmark: Sendable {
         latency: Int = 0,
         worker: [String: any Sendable] = [:],
         google: Bool = false,
+        transport: SandboxTransport? = nil,
         _ body: (Stage) async throws -> T
     ) async throws -> T {
         try await LocalStack.with(
+            transport: transport ?? options.transport,
             clientIDs: Self.apps,
             googleClientIDs: google ? [Self.googleApp] : [],
             worker: worker,

@@ -1,3 +1,5 @@
+import RevokerLocalStack
+
 /// What one benchmark run measures, and how hard.
 public struct BenchmarkOptions: Sendable {
     /// Requests enqueued per enqueue path and drained per scenario.
@@ -35,6 +37,11 @@ public struct BenchmarkOptions: Sendable {
     /// Latencies at which one more drain (by one worker process) runs a mixed workload: every
     /// other request a Google grant, beside Apple's.
     public var mixedLatenciesMilliseconds = [0]
+    /// How the workers reach the sandbox in every scenario but the ones below.
+    public var transport: SandboxTransport = .http1
+    /// Latencies at which one more drain (by one worker process) reaches the sandbox as Apple is
+    /// reached in production, over HTTPS with HTTP/2 (when ``transport`` is not that already).
+    public var httpsLatenciesMilliseconds = [0]
 
     /// The full run's defaults, with the `revoker` binary to start as workers and the server to use.
     public init(binary: String, databaseURL: String) {

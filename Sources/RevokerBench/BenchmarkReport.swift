@@ -63,6 +63,12 @@ public struct BenchmarkReport: Codable, Sendable {
     public struct Drain: Codable, Sendable {
         /// Whose grants: `apple`, or `apple+google` (every other request Google's).
         public var workload: String?
+        /// How the workers reached the sandbox: `http1` (plain) or `https` (TLS, HTTP/2 negotiated).
+        public var transport: String?
+        /// The most connections the workers held open to the sandbox at one time (sampled every 100 ms).
+        public var providerConnections: Int?
+        /// The most descriptors one worker process held open (sockets, files, pipes; sampled every 100 ms).
+        public var workerPeakOpenFiles: Int?
         /// The sandbox's added latency per Apple call.
         public var latencyMilliseconds: Int
         /// `revoker work` processes, each with `concurrencyPerProcess` requests in flight and claims of `batchSize`.
@@ -188,14 +194,17 @@ extension BenchmarkReport {
         }
         lines.append("")
         let header = [
-            "grants", "latency ms", "procs", "conc", "rev/s", "p50 ms", "p95 ms", "p99 ms", "RSS MB", "CPU s/1k", "PG CPU/1k", "stmts/rev",
+            "grants", "via", "conns", "fds", "latency ms", "procs", "conc", "rev/s", "p50 ms", "p95 ms", "p99 ms", "RSS MB", "CPU s/1k", "PG CPU/1k",
+            "stmts/rev",
             "xacts/rev",
             "audit", "valid",
         ]
         var rows = [header]
         for drain in drains {
             rows.append([
-                drain.workload ?? "apple", "\(drain.latencyMilliseconds)", "\(drain.workerProcesses)", "\(drain.concurrencyPerProcess)",
+                drain.workload ?? "apple", drain.transport ?? "http1", drain.providerConnections.map { "\($0)" } ?? "-",
+                drain.workerPeakOpenFiles.map { "\($0)" } ?? "-",
+                "\(drain.latencyMilliseconds)", "\(drain.workerProcesses)", "\(drain.concurrencyPerProcess)",
                 Self.number(drain.revocationsPerSecond),
                 Self.number(drain.latency.p50), Self.number(drain.latency.p95), Self.number(drain.latency.p99),
                 Self.decimal(drain.workerPeakRSSMegabytes, 1), Self.decimal(drain.workerCPUSecondsPer1000, 2),

@@ -27,6 +27,11 @@ enum ProcessStatistics {
     /// background processes), summed. Other servers on the machine are left out.
     ///
     /// Backends that ended meanwhile drop out of the sum: measure with connections that stay open.
+    /// The descriptors a process holds open (sockets, files, pipes).
+    static func openFiles(pid: Int32) -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
+    }
+
     static func postgresCPUSeconds(postmaster: Int32) -> Double {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
         var total = 0.0

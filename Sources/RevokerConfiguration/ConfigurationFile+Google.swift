@@ -23,12 +23,14 @@ extension ConfigurationFile {
         var clientSecretFile: String?
         var audiences: [String]?
         var redirectURI: String?
+        var maxRequestsPerSecond: Double?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case clientID = "client_id"
             case clientSecretFile = "client_secret_file"
             case audiences
             case redirectURI = "redirect_uri"
+            case maxRequestsPerSecond = "max_requests_per_second"
         }
 
         func load(where place: String, secretFiles: inout SecretFiles) throws -> GoogleApp {

@@ -8,6 +8,7 @@ import RevokerWorker
 struct ConfigurationFile: Decodable {
     var databaseURL: String?
     var appleBaseURL: String?
+    var extraTrustRootsFile: String?
     var sealingKeysFile: String?
     var intakeKeysFile: String?
     var apps: [AppEntry] = []
@@ -22,6 +23,7 @@ struct ConfigurationFile: Decodable {
     enum CodingKeys: String, CodingKey, CaseIterable {
         case databaseURL = "database_url"
         case appleBaseURL = "apple_base_url"
+        case extraTrustRootsFile = "extra_trust_roots_file"
         case sealingKeysFile = "sealing_keys_file"
         case intakeKeysFile = "intake_keys_file"
         case apps, worker, http
@@ -38,6 +40,7 @@ struct ConfigurationFile: Decodable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         databaseURL = try container.decodeIfPresent(String.self, forKey: .databaseURL)
         appleBaseURL = try container.decodeIfPresent(String.self, forKey: .appleBaseURL)
+        extraTrustRootsFile = try container.decodeIfPresent(String.self, forKey: .extraTrustRootsFile)
         sealingKeysFile = try container.decodeIfPresent(String.self, forKey: .sealingKeysFile)
         intakeKeysFile = try container.decodeIfPresent(String.self, forKey: .intakeKeysFile)
         apps = try container.decodeIfPresent([AppEntry].self, forKey: .apps) ?? []
@@ -59,6 +62,9 @@ struct ConfigurationFile: Decodable {
         }
         return value
     }
+
+    /// The range of every `max_requests_per_second`: calls per second to a provider, by all workers together.
+    static let requestsPerSecond = 0.1...100_000.0
 
     /// A setting in seconds, checked as ``inRange(_:_:_:source:)`` does.
     static func seconds(_ value: Double?, _ setting: String, _ range: ClosedRange<Double>, source: String) throws -> Duration? {
@@ -209,6 +215,7 @@ struct ConfigurationFile: Decodable {
         var keyID: String?
         var privateKeyFile: String?
         var redirectURI: String?
+        var maxRequestsPerSecond: Double?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case clientID = "client_id"
@@ -216,6 +223,7 @@ struct ConfigurationFile: Decodable {
             case keyID = "key_id"
             case privateKeyFile = "private_key_file"
             case redirectURI = "redirect_uri"
+            case maxRequestsPerSecond = "max_requests_per_second"
         }
 
         func load(where place: String) throws -> AppleAppSettings {
@@ -250,6 +258,7 @@ struct ConfigurationFile: Decodable {
         var shutdownGraceSeconds: Double?
         var clientSecretLifetimeSeconds: Double?
         var appleTimeoutSeconds: Double?
+        var maxRequestsPerSecond: Double?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case concurrency
@@ -263,6 +272,7 @@ struct ConfigurationFile: Decodable {
             case shutdownGraceSeconds = "shutdown_grace_seconds"
             case clientSecretLifetimeSeconds = "client_secret_lifetime_seconds"
             case appleTimeoutSeconds = "apple_timeout_seconds"
+            case maxRequestsPerSecond = "max_requests_per_second"
         }
 
         func settings(source: String) throws -> WorkerSettings {
@@ -285,6 +295,7 @@ struct ConfigurationFile: Decodable {
             worker.clientSecretLifetime =
                 try seconds(clientSecretLifetimeSeconds, "client_secret_lifetime_seconds", 1...15_777_000) ?? worker.clientSecretLifetime
             worker.providerTimeout = try seconds(appleTimeoutSeconds, "apple_timeout_seconds", 0.1...120) ?? worker.providerTimeout
+            worker.maxRequestsPerSecond = try check(maxRequestsPerSecond, "max_requests_per_second", ConfigurationFile.requestsPerSecond)
             return worker
         }
     }

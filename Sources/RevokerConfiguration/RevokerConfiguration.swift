@@ -1,6 +1,8 @@
 import AppleSignIn
+import AsyncHTTPClient
 import Foundation
 import GoogleSignIn
+import NIOSSL
 import PostgresNIO
 import RevokerEvents
 import RevokerEvidence
@@ -18,6 +20,10 @@ public struct RevokerConfiguration: Sendable {
     public var databaseURL: String
     /// Apple's base URL, or the sandbox's.
     public var appleBaseURL: String
+    /// Authorities trusted beside the system's for calls to providers, and the file they came
+    /// from: a sandbox's throw-away authority, for tests only.
+    public var extraTrustRoots: [NIOSSLCertificate] = []
+    public var extraTrustRootsFile: String?
     /// Keys sealing credentials at rest (a throw-away key when the command needs none).
     public var keyring: CredentialKeyring
     /// The Apple apps served, by client_id.
@@ -57,6 +63,11 @@ public struct RevokerConfiguration: Sendable {
         clientIDsByProvider.first { $0.value.contains(clientID) }?.key
     }
 
+    /// The pooled HTTP client for calls to providers, trusting ``extraTrustRoots`` too.
+    public func makeProviderHTTPClient() -> HTTPClient {
+        ProviderTransport.makeHTTPClient(concurrency: worker.concurrency, extraTrustRoots: extraTrustRoots)
+    }
+
     /// Seals with ``keyring`` and opens the SQL intake with ``intakeKeys``.
     public var sealer: CredentialSealer { CredentialSealer(keyring: keyring, intakeKeys: intakeKeys) }
 
@@ -91,6 +102,7 @@ extension RevokerConfiguration {
         public static let configFile = "REVOKER_CONFIG"
         public static let databaseURL = "DATABASE_URL"
         public static let appleBaseURL = "REVOKER_APPLE_BASE_URL"
+        public static let extraTrustRootsFile = "REVOKER_EXTRA_TRUST_ROOTS_FILE"
         public static let sealingKeys = "REVOKER_SEALING_KEYS"
         public static let sealingKeysFile = "REVOKER_SEALING_KEYS_FILE"
         public static let intakeKeysFile = "REVOKER_INTAKE_KEYS_FILE"
@@ -158,6 +170,9 @@ extension RevokerConfiguration {
             )
         }
 
+        let extraTrustRootsFile = environment[Variable.extraTrustRootsFile].flatMap { $0.isEmpty ? nil : $0 } ?? document.extraTrustRootsFile
+        let extraTrustRoots = try extraTrustRootsFile.map(loadTrustRoots) ?? []
+
         let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring), secretFiles: &secretFiles)
         let intakeKeysFile = environment[Variable.intakeKeysFile].flatMap { $0.isEmpty ? nil : $0 } ?? document.intakeKeysFile
         let intakeKeys = try intakeKeysFile.map(loadIntakeKeys) ?? []
@@ -199,6 +214,20 @@ extension RevokerConfiguration {
             apps: apps,
             worker: try document.worker?.settings(source: source ?? "the configuration file") ?? .init()
         )
+        let rates =
+            document.apps.enumerated().map { ("apps[\($0.offset)]", $0.element.clientID, $0.element.maxRequestsPerSecond) }
+            + (document.google?.apps ?? []).enumerated().map { ("google.apps[\($0.offset)]", $0.element.clientID, $0.element.maxRequestsPerSecond) }
+        for (entry, clientID, rate) in rates {
+            guard let clientID, let rate else { continue }
+            configuration.worker.appRequestsPerSecond[clientID] = try ConfigurationFile.inRange(
+                rate,
+                "\(entry).max_requests_per_second",
+                ConfigurationFile.requestsPerSecond,
+                source: source ?? "the configuration file"
+            )
+        }
+        configuration.extraTrustRoots = extraTrustRoots
+        configuration.extraTrustRootsFile = extraTrustRootsFile
         configuration.googleApps = google.apps
         configuration.google = google.client
         configuration.google.timeout = configuration.worker.providerTimeout
@@ -281,6 +310,24 @@ extension RevokerConfiguration {
             settings.checkpointInterval = interval
         }
         return settings
+    }
+
+    /// Reads the PEM certificates of authorities to trust beside the system's.
+    private static func loadTrustRoots(_ path: String) throws -> [NIOSSLCertificate] {
+        let setting = "(\(Variable.extraTrustRootsFile) or \"extra_trust_roots_file\")"
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("The extra trust roots file '\(path)' \(setting) cannot be read.")
+        }
+        let certificates: [NIOSSLCertificate]
+        do {
+            certificates = try NIOSSLCertificate.fromPEMBytes(Array(data))
+        } catch {
+            throw ConfigurationError("The extra trust roots file '\(path)' \(setting) holds no readable PEM certificate.")
+        }
+        guard !certificates.isEmpty else {
+            throw ConfigurationError("The extra trust roots file '\(path)' \(setting) holds no PEM certificate.")
+        }
+        return certificates
     }
 
     /// Reads one or more PEM RSA private keys; the last is the current one, as with sealing keys.

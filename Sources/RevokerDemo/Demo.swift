@@ -58,7 +58,7 @@ public struct Demo: Sendable {
             try await files.register(with: sandbox)
             let configuration = try RevokerConfiguration.load(
                 file: files.configFile,
-                environment: files.environment(databaseURL: databaseURL, appleBaseURL: sandbox.baseURL, googleBaseURL: sandbox.googleBaseURL)
+                environment: files.environment(databaseURL: databaseURL, sandbox: sandbox)
             )
             let notes = files.apps[0].clientID
             let photos = files.apps[1].clientID

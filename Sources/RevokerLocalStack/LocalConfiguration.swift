@@ -106,14 +106,32 @@ public struct LocalConfiguration: Sendable {
     private static let sharedIntakeKey = Result { try IntakeKey.generate() }
 
     /// The environment for a `revoker` process using this configuration, the database and the
-    /// sandboxes (Google's at `appleBaseURL` + `/google` unless given).
-    public func environment(databaseURL: String, appleBaseURL: String, googleBaseURL: String? = nil) -> [String: String] {
+    /// sandboxes (Google's at `appleBaseURL` + `/google` unless given); `trustRootsFile` is the
+    /// sandbox's throw-away authority when it serves HTTPS.
+    public func environment(
+        databaseURL: String,
+        appleBaseURL: String,
+        googleBaseURL: String? = nil,
+        trustRootsFile: String? = nil
+    ) -> [String: String] {
         let google = googleBaseURL ?? appleBaseURL + "/google"
-        return [
+        var environment = [
             "REVOKER_CONFIG": configFile, "DATABASE_URL": databaseURL, "REVOKER_APPLE_BASE_URL": appleBaseURL,
             "REVOKER_GOOGLE_OAUTH_BASE_URL": google, "REVOKER_GOOGLE_CERTS_URL": google + "/oauth2/v3/certs",
             "REVOKER_GOOGLE_RISC_CONFIGURATION_URL": google + "/.well-known/risc-configuration",
         ]
+        if let trustRootsFile { environment["REVOKER_EXTRA_TRUST_ROOTS_FILE"] = trustRootsFile }
+        return environment
+    }
+
+    /// The environment for a `revoker` process using this configuration, the database and `sandbox`.
+    public func environment(databaseURL: String, sandbox: RunningSandbox) -> [String: String] {
+        environment(
+            databaseURL: databaseURL,
+            appleBaseURL: sandbox.baseURL,
+            googleBaseURL: sandbox.googleBaseURL,
+            trustRootsFile: sandbox.trustRootsFile
+        )
     }
 
     /// Registers every app's public key, and every Google client's secret, with the sandboxes.

@@ -21,12 +21,13 @@ public struct LocalStack: Sendable {
 
     /// The environment for a `revoker` process using this stack.
     public var environment: [String: String] {
-        files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+        files.environment(databaseURL: database.url, sandbox: sandbox)
     }
 
     /// Sets the stack up, runs `body`, and takes it down (also when `body` throws).
     ///
     /// - Parameters:
+    ///   - transport: how the sandbox is reached (by default as providers are: HTTPS, HTTP/2).
     ///   - clientIDs: the apps, configured and registered with the sandbox.
     ///   - worker: `worker` settings for the configuration file.
     ///   - http: `http` settings for the configuration file.
@@ -35,6 +36,7 @@ public struct LocalStack: Sendable {
     ///   - google: the Google sandbox's.
     ///   - server: the PostgreSQL server to make the database on (default: `DATABASE_URL`).
     public static func with<T: Sendable>(
+        transport: SandboxTransport = .https,
         clientIDs: [String],
         googleClientIDs: [String] = [],
         worker: [String: any Sendable] = [:],
@@ -50,7 +52,7 @@ public struct LocalStack: Sendable {
             _ = try await reportingStall("migrating \(database.name)") {
                 try await Migrator(client: database.client, logger: logger).migrate()
             }
-            return try await RunningSandbox.with(configuration: sandboxConfiguration, google: googleConfiguration) { sandbox in
+            return try await RunningSandbox.with(transport: transport, configuration: sandboxConfiguration, google: googleConfiguration) { sandbox in
                 let files = try LocalConfiguration(
                     clientIDs: clientIDs,
                     googleClientIDs: googleClientIDs,
@@ -62,7 +64,7 @@ public struct LocalStack: Sendable {
                 try await reportingStall("registering apps with the sandbox") { try await files.register(with: sandbox) }
                 let configuration = try RevokerConfiguration.load(
                     file: files.configFile,
-                    environment: files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                    environment: files.environment(databaseURL: database.url, sandbox: sandbox)
                 )
                 // As `revoker migrate` would: the SQL path accepts these apps and encrypts to this intake key.
                 try await reportingStall("publishing the SQL intake on \(database.name)") {

@@ -7,6 +7,14 @@ import GoogleSignIn
 import GoogleSignInSandbox
 import Hummingbird
 import Logging
+import NIOSSL
+
+/// How a sandbox is reached: as Apple and Google serve (HTTPS, HTTP/2 negotiated, a throw-away
+/// authority the clients trust), or plain HTTP/1.1.
+public enum SandboxTransport: String, Sendable, CaseIterable {
+    case https
+    case http1
+}
 
 /// The Apple sandbox at the root and the Google sandbox under `/google`, serving on a free
 /// loopback port for the duration of a closure.
@@ -17,6 +25,13 @@ public struct RunningSandbox: Sendable {
     public let admin: AppleSandboxAdmin
     /// The Google sandbox's admin surface over HTTP.
     public let google: GoogleSandboxAdmin
+    public let transport: SandboxTransport
+    /// The throw-away authority's certificate (over HTTPS), to trust as Revoker's
+    /// `extra_trust_roots_file`; removed when the sandbox stops.
+    public let trustRootsFile: String?
+    /// Trusts the authority: for calls a test makes to the sandbox directly.
+    public let httpClient: HTTPClient
+    let authority: [NIOSSLCertificate]
 
     /// Where the Google sandbox's routes start, to use as Google's OAuth base URL.
     public var googleBaseURL: String { google.baseURL }
@@ -25,6 +40,7 @@ public struct RunningSandbox: Sendable {
 
     /// Starts the sandboxes, runs `body`, then stops them.
     public static func with<T: Sendable>(
+        transport: SandboxTransport = .https,
         configuration: AppleSandbox.Configuration = .init(),
         google: GoogleSandbox.Configuration = .init(),
         _ body: (RunningSandbox) async throws -> T
@@ -32,17 +48,43 @@ public struct RunningSandbox: Sendable {
         let sandbox = try await AppleSandbox(configuration: configuration)
         let googleSandbox = try await GoogleSandbox(configuration: google)
         let logger = Logger(label: "revoker.sandbox", factory: { _ in SwiftLogNoOpLogHandler() })
-        let serve = { sandbox.application(port: 0, logger: logger, beside: googleSandbox, onServerRunning: $0) }
-        return try await withServingApplication(serve) { port in
-            let baseURL = "http://127.0.0.1:\(port)"
-            return try await body(
-                RunningSandbox(
-                    baseURL: baseURL,
-                    admin: AppleSandboxAdmin(baseURL: baseURL),
-                    google: GoogleSandboxAdmin(baseURL: baseURL + GoogleSandbox.prefix)
-                )
-            )
+        let tls = transport == .https ? try SandboxTLS() : nil
+        let authority = try tls.map { [try $0.authorityCertificate()] } ?? []
+        let trustRootsFile = tls.map { _ in
+            FileManager.default.temporaryDirectory.appendingPathComponent("revoker-sandbox-ca-\(UUID().uuidString).pem").path
         }
+        if let tls, let trustRootsFile {
+            try Data(tls.authorityPEM.utf8).write(to: URL(fileURLWithPath: trustRootsFile))
+        }
+        defer { if let trustRootsFile { try? FileManager.default.removeItem(atPath: trustRootsFile) } }
+        let httpClient = ProviderTransport.makeHTTPClient(extraTrustRoots: authority)
+        let serve = { try sandbox.application(port: 0, tls: tls, logger: logger, beside: googleSandbox, onServerRunning: $0) }
+        do {
+            let result = try await withServingApplication(serve) { port in
+                let baseURL = "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)"
+                return try await body(
+                    RunningSandbox(
+                        baseURL: baseURL,
+                        admin: AppleSandboxAdmin(baseURL: baseURL, httpClient: httpClient),
+                        google: GoogleSandboxAdmin(baseURL: baseURL + GoogleSandbox.prefix, httpClient: httpClient),
+                        transport: transport,
+                        trustRootsFile: trustRootsFile,
+                        httpClient: httpClient,
+                        authority: authority
+                    )
+                )
+            }
+            try await httpClient.shutdown()
+            return result
+        } catch {
+            try? await httpClient.shutdown()
+            throw error
+        }
+    }
+
+    /// A pooled client for providers, as Revoker makes one, trusting the sandbox's authority.
+    public func makeProviderHTTPClient() -> HTTPClient {
+        ProviderTransport.makeHTTPClient(extraTrustRoots: authority)
     }
 
     /// Generates a key, registers the app with the sandbox and returns it as Revoker would load it.
@@ -67,7 +109,7 @@ public struct RunningSandbox: Sendable {
 extension RunningSandbox {
     /// Runs `body` with an ``AppleClient`` pointed at this sandbox over a fresh connection pool.
     public func withClient<T>(timeout: Duration = .seconds(30), _ body: (AppleClient) async throws -> T) async throws -> T {
-        let httpClient = AppleClient.makeHTTPClient()
+        let httpClient = makeProviderHTTPClient()
         do {
             let result = try await body(AppleClient(httpClient: httpClient, configuration: clientConfiguration(timeout: timeout)))
             try await httpClient.shutdown()
@@ -107,7 +149,7 @@ extension RunningSandbox {
 
     /// Runs `body` with a ``GoogleClient`` pointed at this sandbox over a fresh connection pool.
     public func withGoogleClient<T>(timeout: Duration = .seconds(30), _ body: (GoogleClient) async throws -> T) async throws -> T {
-        let httpClient = ProviderTransport.makeHTTPClient()
+        let httpClient = makeProviderHTTPClient()
         do {
             let result = try await body(GoogleClient(httpClient: httpClient, configuration: googleConfiguration(timeout: timeout)))
             try await httpClient.shutdown()

@@ -4,11 +4,11 @@ import Hummingbird
 /// duration of `body`, which gets the port; the application stops afterwards. Build it on port 0
 /// for any free one.
 public func withServingApplication<App: ApplicationProtocol, T: Sendable>(
-    _ make: (@escaping @Sendable (Int) async -> Void) -> App,
+    _ make: (@escaping @Sendable (Int) async -> Void) throws -> App,
     _ body: (Int) async throws -> T
 ) async throws -> T {
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-    let application = make { continuation.yield($0) }
+    let application = try make { continuation.yield($0) }
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
             defer { continuation.finish() }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 
 /// One call to a provider's endpoint over a shared, pooled HTTP client: a form body (never the
 /// query string), a deadline, a `User-Agent`, a bound on the answer's size. A call that brings
@@ -97,9 +98,21 @@ public struct ProviderTransport: Sendable {
     ///
     /// `concurrency` is how many calls the caller makes at once: HTTP/1 connections per host are
     /// at least that many (and never fewer than 64), or calls queue for a connection (64 at
-    /// 200 ms is 320 calls/s). HTTP/2 multiplexes instead.
-    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup, concurrency: Int = 0) -> HTTPClient {
+    /// 200 ms is 320 calls/s). HTTP/2, which Apple and Google negotiate over TLS, multiplexes instead.
+    ///
+    /// `extraTrustRoots` are trusted beside the system's: for tests against a sandbox serving
+    /// HTTPS with a throw-away authority, never for production.
+    public static func makeHTTPClient(
+        eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+        concurrency: Int = 0,
+        extraTrustRoots: [NIOSSLCertificate] = []
+    ) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
+        if !extraTrustRoots.isEmpty {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.certificates(extraTrustRoots)]
+            configuration.tlsConfiguration = tls
+        }
         configuration.redirectConfiguration = .disallow
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(64, concurrency))

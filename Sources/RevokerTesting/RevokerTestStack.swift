@@ -207,7 +207,7 @@ public struct RevokerTestStack: Sendable {
 
     /// The environment for a `revoker` process using this harness's database, sandbox and apps.
     public var environment: [String: String] {
-        files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL, googleBaseURL: sandbox.googleBaseURL)
+        files.environment(databaseURL: database.url, sandbox: sandbox)
     }
 
     /// Fails when `text` (a process's output) contains a token, a code or a private key.

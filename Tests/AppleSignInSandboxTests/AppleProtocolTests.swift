@@ -222,7 +222,7 @@ struct AppleProtocolTests {
             json.headers.add(name: "Content-Type", value: "application/json")
             json.body = .bytes(ByteBuffer(string: #"{"client_id":"com.example.app","grant_type":"refresh_token"}"#))
             for request in [query, json] {
-                let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+                let response = try await sandbox.httpClient.execute(request, timeout: .seconds(30))
                 let body = try await response.body.collect(upTo: 4096)
                 #expect(response.status.code == 400)
                 #expect(String(buffer: body).contains("\"invalid_request\""))
@@ -279,6 +279,70 @@ struct AppleProtocolTests {
                 try await sandbox.admin.setFaults(SandboxFaults(internalErrorRate: 0.7, unavailableRate: 0.7))
             }
             await #expect(throws: AppleSandboxAdmin.Failure.self) { try await sandbox.admin.setFaults(SandboxFaults(throttleRate: -1)) }
+        }
+    }
+}
+
+@Suite("The transport to the sandbox: HTTPS with HTTP/2 as Apple serves, or plain HTTP/1.1")
+struct SandboxTransportTests {
+    /// Revokes `count` refresh tokens at once and returns the grants.
+    static func revokeConcurrently(_ sandbox: RunningSandbox, _ client: AppleClient, count: Int) async throws -> [String] {
+        let app = try await sandbox.appClient(client)
+        var grants: [(token: String, grantID: String)] = []
+        for index in 0..<count {
+            let minted = try await sandbox.admin.mintRefreshToken(clientID: app.clientID, subject: "u\(index)")
+            grants.append((minted.value, minted.grantID))
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for grant in grants {
+                group.addTask { try await app.revoke(token: grant.token, hint: .refreshToken) }
+            }
+            try await group.waitForAll()
+        }
+        return grants.map(\.grantID)
+    }
+
+    @Test func callsInFlightShareAFewHTTP2ConnectionsOverTLS() async throws {
+        try await RunningSandbox.with { sandbox in
+            #expect(sandbox.baseURL.hasPrefix("https://"))
+            let before = try await sandbox.admin.connections()
+            try await sandbox.withClient { client in
+                let grants = try await Self.revokeConcurrently(sandbox, client, count: 64)
+                for grant in grants { #expect(try await sandbox.admin.grant(grant).revocations == 1) }
+            }
+            let report = try await sandbox.admin.connections()
+            #expect(report.http1Calls == 0, "every call, the admin's too, negotiated HTTP/2")
+            #expect(report.http2Calls - before.http2Calls >= 64 + 64 + 1)
+            // 64 revocations at once: the admin's client and the provider client, one or two connections each.
+            #expect(report.peakOpen <= 4, "\(report)")
+        }
+    }
+
+    @Test func aClientThatDoesNotTrustTheAuthorityIsRefusedBeforeAnyCall() async throws {
+        try await RunningSandbox.with { sandbox in
+            let app = try await sandbox.registerApp()
+            let untrusting = ProviderTransport.makeHTTPClient()
+            let client = AppleClient(httpClient: untrusting, configuration: sandbox.clientConfiguration(timeout: .seconds(10)))
+            let appClient = AppleAppClient(client: client, signer: try await ClientSecretSigner(app: app))
+            await #expect {
+                try await appClient.revoke(token: "any", hint: .refreshToken)
+            } throws: { error in
+                (error as? ProviderFailure)?.classification == .transient && (error as? ProviderFailure)?.httpStatus == nil
+            }
+            try await untrusting.shutdown()
+            #expect(try await sandbox.admin.statistics().calls == 0)
+        }
+    }
+
+    @Test func plainHTTP1IsOneConnectionPerCallInFlight() async throws {
+        try await RunningSandbox.with(transport: .http1) { sandbox in
+            #expect(sandbox.baseURL.hasPrefix("http://"))
+            try await sandbox.withClient { client in
+                _ = try await Self.revokeConcurrently(sandbox, client, count: 16)
+            }
+            let report = try await sandbox.admin.connections()
+            #expect(report.http2Calls == 0)
+            #expect(report.http1Calls >= 16 + 16 + 1)
         }
     }
 }

@@ -201,7 +201,7 @@ struct GoogleIdentityTokenTests {
                 timeout: .seconds(10)
             )
             let app = try await sandbox.registerGoogleApp()
-            let httpClient = ProviderTransport.makeHTTPClient()
+            let httpClient = sandbox.makeProviderHTTPClient()
             let client = GoogleClient(httpClient: httpClient, configuration: configuration)
             let provider = GoogleProvider(apps: [app], client: client)
             let token = try? await sandbox.google.mintIdentityToken(.init(subject: "u", audience: [app.clientID]))

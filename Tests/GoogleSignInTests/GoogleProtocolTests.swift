@@ -168,7 +168,7 @@ struct GoogleProtocolTests {
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
             request.body = .bytes(ByteBuffer(string: "token=\(minted.value)"))
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            let response = try await sandbox.httpClient.execute(request, timeout: .seconds(10))
             #expect(response.status == .badRequest)
             #expect(try await sandbox.google.grant(minted.grantID).revoked == false)
         }

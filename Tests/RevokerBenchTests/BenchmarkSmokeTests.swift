@@ -7,13 +7,18 @@ import Testing
 /// The benchmark's small-N run: correctness only. Speed is reported by `scripts/bench`, never asserted.
 @Suite("revoker bench --smoke")
 struct BenchmarkSmokeTests {
-    @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkersAndAMixedAppleAndGoogleWorkload() async throws {
+    @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkersOverHTTPSAndAMixedAppleAndGoogleWorkload() async throws {
         let options = BenchmarkOptions.smoke(binary: RevokerProcess.binary, databaseURL: try ScratchDatabase.baseURL())
         let report = try await Benchmark(options: options).run()
 
         #expect(report.valid, "\(report.table())")
-        #expect(report.drains.map(\.workerProcesses) == [1, 2, 1])
-        #expect(report.drains.map(\.workload) == ["apple", "apple", "apple+google"])
+        #expect(report.drains.map(\.workerProcesses) == [1, 2, 1, 1])
+        #expect(report.drains.map(\.workload) == ["apple", "apple", "apple", "apple+google"])
+        #expect(report.drains.map(\.transport) == ["http1", "http1", "https", "http1"])
+        // Over HTTP/2 one worker's calls share a few connections; over HTTP/1.1 at least one each.
+        let https = try #require(report.drains.first { $0.transport == "https" })
+        #expect((1...4).contains(https.providerConnections ?? 0), "\(report.table())")
+        #expect(report.drains.allSatisfy { ($0.providerConnections ?? 0) >= 1 })
         for drain in report.drains {
             #expect(drain.problems.isEmpty, "\(drain.problems)")
             #expect(drain.requests == options.requests)
@@ -23,7 +28,7 @@ struct BenchmarkSmokeTests {
         #expect(report.pickup?.milliseconds.samples == options.pickupSamples)
         // The JSON written for people and CI decodes back and holds the same verdict.
         let decoded = try JSONSerialization.jsonObject(with: report.json()) as? [String: Any]
-        #expect((decoded?["drains"] as? [Any])?.count == 3)
+        #expect((decoded?["drains"] as? [Any])?.count == 4)
         #expect(report.table().contains("apple+google"))
     }
 }

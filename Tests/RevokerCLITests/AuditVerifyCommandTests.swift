@@ -44,7 +44,7 @@ struct AuditVerifyCommandTests {
         try await RevokerTestStack.with(clientIDs: ["com.example.notes"]) { stack in
             _ = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "user-", count: 4)
             _ = try await stack.drain()
-            let environment = stack.files.environment(databaseURL: stack.database.url, appleBaseURL: stack.sandbox.baseURL)
+            let environment = stack.files.environment(databaseURL: stack.database.url, sandbox: stack.sandbox)
             let deadline = ContinuousClock.now + .seconds(120)
             while true {
                 let checkpoint = try await RevokerProcess.run(["audit", "checkpoint"], environment: environment)

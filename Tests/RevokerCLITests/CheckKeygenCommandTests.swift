@@ -88,7 +88,10 @@ struct CheckKeygenCommandTests {
             try await sandbox.admin.register(
                 .init(clientID: known.clientID, teamID: known.teamID, keyID: known.keyID, publicKeyPEM: known.publicKeyPEM)
             )
-            let environment = ["REVOKER_CONFIG": configuration.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL]
+            let environment = [
+                "REVOKER_CONFIG": configuration.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL,
+                "REVOKER_EXTRA_TRUST_ROOTS_FILE": sandbox.trustRootsFile ?? "",
+            ]
 
             let mixed = try await RevokerProcess.run(["check", "--online"], environment: environment)
             #expect(mixed.status == 1, "\(mixed.stderr)")
@@ -108,7 +111,10 @@ struct CheckKeygenCommandTests {
             try await single.register(with: sandbox)
             let good = try await RevokerProcess.run(
                 ["check", "--online"],
-                environment: ["REVOKER_CONFIG": single.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL]
+                environment: [
+                    "REVOKER_CONFIG": single.configFile, "REVOKER_APPLE_BASE_URL": sandbox.baseURL,
+                    "REVOKER_EXTRA_TRUST_ROOTS_FILE": sandbox.trustRootsFile ?? "",
+                ]
             )
             #expect(good.status == 0, "\(good.stderr)")
             Self.expectNoKeyMaterial(good, single)
@@ -127,7 +133,7 @@ struct CheckKeygenCommandTests {
             try await configuration.register(with: sandbox)
             // Google knows another secret for the second client than the file holds.
             try await sandbox.google.register(clientID: "2-web.apps.googleusercontent.com", clientSecret: "GOCSPX-rotated")
-            let environment = configuration.environment(databaseURL: "", appleBaseURL: sandbox.baseURL, googleBaseURL: sandbox.googleBaseURL)
+            let environment = configuration.environment(databaseURL: "", sandbox: sandbox)
                 .filter { $0.key != "DATABASE_URL" }
             let result = try await RevokerProcess.run(["check", "--online"], environment: environment)
             #expect(result.status == 1, "\(result.stderr)")
@@ -200,6 +206,8 @@ struct CheckKeygenCommandTests {
         Malformed(name: "google secret file missing", mentions: "does not exist"),
         Malformed(name: "google download for another client", mentions: "is for another client_id"),
         Malformed(name: "google unknown setting", mentions: "google.apps[0]"),
+        Malformed(name: "extra trust roots file missing", mentions: "extra_trust_roots_file"),
+        Malformed(name: "extra trust roots file without a certificate", mentions: "holds no"),
     ]
 
     @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
@@ -256,6 +264,11 @@ struct CheckKeygenCommandTests {
             document = ["apps": [entry], "http": ["ui": ["enabled": true, "session_hours": 1, "idle_minutes": 90]]]
         case "ui unknown setting":
             document = ["apps": [entry], "http": ["ui": ["enabled": true, "secure": true]]]
+        case "extra trust roots file missing":
+            document = ["apps": [entry], "extra_trust_roots_file": configuration.directory.appendingPathComponent("absent.pem").path]
+        case "extra trust roots file without a certificate":
+            // A key where certificates belong: refused, its content never shown.
+            document = ["apps": [entry], "extra_trust_roots_file": app.privateKeyFile]
         case let name where name.hasPrefix("google"):
             let secretFile = configuration.directory.appendingPathComponent("google-secret").path
             let download = #"{"web": {"client_id": "9-other.apps.googleusercontent.com", "client_secret": "GOCSPX-x"}}"#

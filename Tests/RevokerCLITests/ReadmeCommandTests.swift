@@ -87,7 +87,7 @@ struct ReadmeCommandTests {
                 try Data(googleToken.value.utf8).write(to: work.appendingPathComponent("google-token.txt"))
                 try Data("GOCSPX-readme-sandbox\n".utf8).write(to: work.appendingPathComponent("google-client-secret.txt"))
 
-                var environment = files.environment(databaseURL: database.url, appleBaseURL: sandbox.baseURL)
+                var environment = files.environment(databaseURL: database.url, sandbox: sandbox)
                 let binaryDirectory = URL(fileURLWithPath: RevokerProcess.binary).deletingLastPathComponent().path
                 environment["PATH"] = binaryDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
                 environment["REVOKER_HTTP_PORT"] = "0"

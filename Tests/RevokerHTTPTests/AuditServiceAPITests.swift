@@ -89,7 +89,10 @@ struct AuditServiceAPITests {
     }
 
     @Test func enqueueOverHTTPIsRevokedByTheInProcessWorkerAndShowsInAuditAndMetrics() async throws {
-        try await APIHarness.with(runWorker: true) { api in
+        let worker: [String: any Sendable] = [
+            "poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1, "max_requests_per_second": 500,
+        ]
+        try await APIHarness.with(runWorker: true, worker: worker) { api in
             let (grantID, token) = try await api.mintRefreshToken(subject: "apple-user-9")
             let created = try await api.call(
                 .POST,
@@ -125,6 +128,14 @@ struct AuditServiceAPITests {
             #expect(metrics.contains(#"revoker_queue_depth{state="succeeded"} 1"#))
             #expect(metrics.contains(#"revoker_http_request_duration_seconds_count{route="/v1/revocations",method="POST",status="202"} 1"#))
             #expect(!metrics.contains(id), "no request id in a label")
+            // The configured outbound limit, and the calls this process made, published every second.
+            #expect(metrics.contains(#"revoker_provider_rate_limit_per_second{client_id="*"} 500"#), "\(metrics)")
+            var rates = metrics
+            while !rates.contains(#"revoker_provider_calls_per_second{client_id="com.example.notes"}"#), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                rates = try await api.call(.GET, "/metrics", key: nil).text
+            }
+            #expect(rates.contains(#"revoker_provider_calls_per_second{client_id="com.example.notes"}"#), "\(rates)")
             try await api.stack.expectNoSecretsInAudit()
         }
     }

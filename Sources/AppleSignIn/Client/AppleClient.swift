@@ -57,11 +57,6 @@ public struct AppleClient: Sendable {
         self.logger = logger
     }
 
-    /// An HTTP client suited to Apple (``ProviderTransport/makeHTTPClient(eventLoopGroup:concurrency:)``).
-    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup, concurrency: Int = 0) -> HTTPClient {
-        ProviderTransport.makeHTTPClient(eventLoopGroup: eventLoopGroup, concurrency: concurrency)
-    }
-
     /// Apple's current identity-token signing keys from `/auth/keys`.
     public func keys() async throws -> JWKS {
         let response = try await send(.keys, method: .GET, form: nil, secrets: [])

@@ -64,5 +64,10 @@ public struct Migration: Sendable, Hashable {
             sql: String(decoding: PackageResources._010_google_security_events_sql, as: UTF8.self)
         ),
         Migration(version: 11, name: "0011_worker_liveness", sql: String(decoding: PackageResources._011_worker_liveness_sql, as: UTF8.self)),
+        Migration(
+            version: 12,
+            name: "0012_worker_call_rates",
+            sql: String(decoding: PackageResources._012_worker_call_rates_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -68,6 +68,45 @@ extension RevocationQueue {
         }
     }
 
+    /// Publishes the calls per second `owner` made to each app (migration 0012) and returns the
+    /// number of live registered workers (at least one), among which outbound rate limits are shared.
+    public func reportCallRates(owner: String, rates: [String: Double]) async throws -> Int {
+        let json = String(decoding: try JSONEncoder().encode(rates.mapValues { ($0 * 100).rounded() / 100 }), as: UTF8.self)
+        let rows = try await StoreDatabase.run(self.logger) {
+            try await self.client.query(
+                """
+                WITH me AS (
+                    UPDATE revoker.workers SET call_rates = \(json)::jsonb, call_rates_at = now() WHERE owner = \(owner)
+                )
+                SELECT count(*)::int FROM revoker.workers WHERE lock_lost_at IS NULL
+                """,
+                logger: self.logger
+            ).collect()
+        }
+        return max(1, try rows.first?.decode(Int.self) ?? 1)
+    }
+
+    /// The calls per second all live workers made to each app, as they last published them
+    /// (within the last ten seconds).
+    public func observedCallRates() async throws -> [String: Double] {
+        let rows = try await StoreDatabase.run(self.logger) {
+            try await self.client.query(
+                """
+                SELECT rate.key, sum(rate.value::float8) FROM revoker.workers w, jsonb_each_text(w.call_rates) rate
+                WHERE w.lock_lost_at IS NULL AND w.call_rates_at > now() - interval '10 seconds'
+                GROUP BY rate.key
+                """,
+                logger: self.logger
+            ).collect()
+        }
+        var rates: [String: Double] = [:]
+        for row in rows {
+            let (clientID, rate) = try row.decode((String, Double).self)
+            rates[clientID] = rate
+        }
+        return rates
+    }
+
     /// Removes `owner` from the registered workers (at a clean stop, after its session ended).
     public func unregisterWorker(owner: String) async throws {
         try await StoreDatabase.run(self.logger) {

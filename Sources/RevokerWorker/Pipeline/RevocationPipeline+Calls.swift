@@ -16,15 +16,19 @@ extension RevocationPipeline {
         case failure(ProviderFailure, Duration)
     }
 
-    /// Runs a provider call, timing it; the provider's refusals come back as values, and
-    /// anything unexpected (an interrupted call) as a transient failure.
-    func call<T>(_ provider: ProviderName, _ endpoint: String, _ body: () async throws -> T) async -> Answer<T> {
-        let started = ContinuousClock.now
+    /// Runs a provider call for the app `clientID` once its rate limits allow, timing it; the
+    /// provider's refusals come back as values, and anything unexpected (an interrupted call) as
+    /// a transient failure. A 429 pauses all of the app's calls for its `Retry-After`.
+    func call<T>(_ provider: ProviderName, _ clientID: String, _ endpoint: String, _ body: () async throws -> T) async -> Answer<T> {
+        var started = ContinuousClock.now
         let answer: Answer<T>
         do {
+            try await rateLimits.admit(clientID)
+            started = ContinuousClock.now
             let value = try await body()
             answer = .success(value, ContinuousClock.now - started)
         } catch let failure as ProviderFailure {
+            if failure.httpStatus == 429 { rateLimits.throttled(clientID, retryAfter: failure.retryAfter) }
             answer = .failure(failure, ContinuousClock.now - started)
         } catch {
             let failure = ProviderFailure(

@@ -32,10 +32,19 @@ public struct RevocationPipeline: Sendable {
     let pauses: PauseBook
     let databaseTimeout: Duration
     let metrics: WorkerMetrics
+    let rateLimits: OutboundRateLimits
     let logger: Logger
 
-    public init(queue: RevocationQueue, providers: SignInProviders, settings: WorkerSettings, metrics: WorkerMetrics = .init(), logger: Logger) {
+    public init(
+        queue: RevocationQueue,
+        providers: SignInProviders,
+        settings: WorkerSettings,
+        rateLimits: OutboundRateLimits? = nil,
+        metrics: WorkerMetrics = .init(),
+        logger: Logger
+    ) {
         self.queue = queue
+        self.rateLimits = rateLimits ?? OutboundRateLimits(perApp: settings.appRequestsPerSecond, global: settings.maxRequestsPerSecond)
         self.providers = providers
         self.retryPolicy = RetryPolicy(base: settings.retryBase, cap: settings.retryCap)
         self.pauseProbeInterval = settings.pauseProbeInterval
@@ -114,6 +123,7 @@ public struct RevocationPipeline: Sendable {
             let proof: GrantProof
             switch await call(
                 provider,
+                app.clientID,
                 app.tokenEndpoint,
                 { [token, redirectURI = run.request.redirectURI] in try await app.exchange(code: token, redirectURI: redirectURI) }
             ) {
@@ -148,7 +158,7 @@ public struct RevocationPipeline: Sendable {
                 )
             }
         case .refreshToken:
-            switch await call(provider, app.tokenEndpoint, { [token] in try await app.prove(refreshToken: token) }) {
+            switch await call(provider, app.clientID, app.tokenEndpoint, { [token] in try await app.prove(refreshToken: token) }) {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .validate, &run)
             case .success(let proof, let latency):
                 run.events.append(AuditEvent(.tokenValidated, appleEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
@@ -165,7 +175,7 @@ public struct RevocationPipeline: Sendable {
         }
 
         if run.shouldRelease() { return try await release(&run) }
-        switch await call(provider, app.revokeEndpoint, { [token, kind] in try await app.revoke(token: token, kind: kind) }) {
+        switch await call(provider, app.clientID, app.revokeEndpoint, { [token, kind] in try await app.revoke(token: token, kind: kind) }) {
         case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .revoke, &run)
         case .success(_, let latency):
             run.events.append(

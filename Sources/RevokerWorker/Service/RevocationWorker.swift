@@ -32,6 +32,8 @@ public struct RevocationWorker: Service {
     let metrics: WorkerMetrics
     let logger: Logger
     let state = WorkerState()
+    /// Calls per second to providers, shared with the other live workers.
+    public let rateLimits: OutboundRateLimits
 
     public init(
         queue: RevocationQueue,
@@ -49,7 +51,15 @@ public struct RevocationWorker: Service {
         self.owner = owner
         self.metrics = metrics
         self.logger = logger
-        self.pipeline = RevocationPipeline(queue: queue, providers: providers, settings: settings, metrics: metrics, logger: logger)
+        self.rateLimits = OutboundRateLimits(perApp: settings.appRequestsPerSecond, global: settings.maxRequestsPerSecond)
+        self.pipeline = RevocationPipeline(
+            queue: queue,
+            providers: providers,
+            settings: settings,
+            rateLimits: rateLimits,
+            metrics: metrics,
+            logger: logger
+        )
     }
 
     /// `host:pid:random`, unique per process; the lease owner and the audit actor.
@@ -73,6 +83,7 @@ public struct RevocationWorker: Service {
                     background.addTask { await self.every(self.settings.rescueInterval) { await self.rescue() } }
                 }
                 background.addTask { await self.every(min(self.settings.pauseProbeInterval, .seconds(5))) { await self.probePausedApps() } }
+                background.addTask { await self.every(self.settings.rescueInterval) { await self.shareRateLimits() } }
                 await withDiscardingTaskGroup { work in
                     await self.claimLoop(work: &work, signals: signals, signal: signal)
                 }
@@ -169,6 +180,8 @@ public struct RevocationWorker: Service {
     private func holdSession(_ signal: AsyncStream<Void>.Continuation) async {
         let (queue, owner, state) = (queue, owner, state)
         let hear: @Sendable (WakeUps) async throws -> Void = { wakeUps in
+            // Registered: learn how many workers share the rate limits before the first claim.
+            await self.shareRateLimits()
             signal.yield()
             for try await _ in wakeUps {
                 // Claim first (the claim seals what it takes): sealing the rest must not delay pickup.
@@ -202,6 +215,19 @@ public struct RevocationWorker: Service {
                 }
             }
             do { try await Task.sleep(for: .seconds(1)) } catch { return }
+        }
+    }
+
+    /// Publishes the calls per second this worker made to each app (for `revoker status`) and
+    /// shares the rate limits among the live workers.
+    private func shareRateLimits() async {
+        let (queue, owner, observed) = (queue, owner, rateLimits.observed())
+        metrics.rates(configured: rateLimits.configured, observed: observed)
+        do {
+            let live = try await withDeadline(settings.databaseTimeout) { try await queue.reportCallRates(owner: owner, rates: observed) }
+            rateLimits.share(among: live)
+        } catch {
+            logger.debug("Cannot publish call rates", metadata: ["error": "\(String(describing: error).prefix(200))"])
         }
     }
 

@@ -43,6 +43,21 @@ public struct WorkerMetrics: Sendable {
     }
 
     /// Requests being processed by this process right now.
+    /// The configured outbound rate per app (all processes together; `*` for the global one)
+    /// and the calls per second this process made to each app.
+    public func rates(configured: (perApp: [String: Double], global: Double?), observed: [String: Double]) {
+        for (clientID, rate) in configured.perApp {
+            Gauge(label: "revoker_provider_rate_limit_per_second", dimensions: [("client_id", clientID)], factory: factory).record(rate)
+        }
+        if let global = configured.global {
+            Gauge(label: "revoker_provider_rate_limit_per_second", dimensions: [("client_id", "*")], factory: factory).record(global)
+        }
+        for clientID in Set(configured.perApp.keys).union(observed.keys) {
+            Gauge(label: "revoker_provider_calls_per_second", dimensions: [("client_id", clientID)], factory: factory)
+                .record(observed[clientID] ?? 0)
+        }
+    }
+
     public func inFlight(_ count: Int) {
         Gauge(label: "revoker_in_flight", factory: factory).record(count)
     }

@@ -27,6 +27,10 @@ public struct WorkerSettings: Sendable, Equatable {
     public var providerTimeout: Duration = .seconds(10)
     /// The deadline of each database call of the worker.
     public var databaseTimeout: Duration = .seconds(30)
+    /// Calls per second to providers by all worker processes together, in all and per app
+    /// (by client_id); nil or absent for no limit.
+    public var maxRequestsPerSecond: Double?
+    public var appRequestsPerSecond: [String: Double] = [:]
 
     public init() {}
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RevokerBench
+import RevokerLocalStack
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,6 +33,15 @@ struct BenchCommand: AsyncParsableCommand {
             "Latencies (ms, comma-separated) of the drains by one worker of a mixed workload, every other request a Google grant; 'none' for none (default 0)."
     )
     var mixedLatencies: String?
+
+    @Option(help: "How workers reach the sandbox in every drain: http1 (plain, the default) or https (TLS with HTTP/2, as Apple serves).")
+    var transport: String?
+
+    @Option(
+        name: .customLong("https-latencies"),
+        help: "Latencies (ms, comma-separated) of one more drain by one worker over HTTPS with HTTP/2; 'none' for none (default 0)."
+    )
+    var httpsLatencies: String?
 
     @Option(help: "Requests in flight per worker process, as LATENCY:COUNT pairs, comma-separated (default 0:256,200:1024).")
     var concurrency: String?
@@ -69,6 +79,13 @@ struct BenchCommand: AsyncParsableCommand {
         if let workers { options.workerProcesses = try Self.integers(workers, "--workers") }
         if let mixedLatencies {
             options.mixedLatenciesMilliseconds = mixedLatencies == "none" ? [] : try Self.integers(mixedLatencies, "--mixed-latencies")
+        }
+        if let transport {
+            guard let value = SandboxTransport(rawValue: transport) else { throw ValidationError("--transport takes http1 or https.") }
+            options.transport = value
+        }
+        if let httpsLatencies {
+            options.httpsLatenciesMilliseconds = httpsLatencies == "none" ? [] : try Self.integers(httpsLatencies, "--https-latencies")
         }
         if let concurrency {
             for pair in concurrency.split(separator: ",") {

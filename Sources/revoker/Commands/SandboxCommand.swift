@@ -25,6 +25,15 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one).")
     var port = 8089
 
+    @Option(
+        name: .customLong("https-authority-file"),
+        help: ArgumentHelp(
+            "Serve HTTPS with HTTP/2, as Apple and Google do, under a throw-away authority whose certificate is written to this file (give it to Revoker as extra_trust_roots_file).",
+            valueName: "file"
+        )
+    )
+    var httpsAuthorityFile: String?
+
     @Option(name: .customLong("code-lifetime"), help: "Seconds an authorization code can be exchanged.")
     var codeLifetime = 300
 
@@ -90,11 +99,21 @@ struct SandboxCommand: AsyncParsableCommand {
         for app in apps { try await sandbox.register(app) }
         let google = try await GoogleSandbox(configuration: .init(codeLifetime: .seconds(codeLifetime), faults: faults))
         for client in clients { try await google.register(clientID: client.clientID, clientSecret: client.secret.value) }
-        let application = sandbox.application(host: host, port: port, logger: logger, beside: google) { [host] port in
+        let tls = try httpsAuthorityFile.map { file in
+            let tls = try SandboxTLS()
+            do {
+                try Data(tls.authorityPEM.utf8).write(to: URL(fileURLWithPath: file))
+            } catch {
+                throw ValidationError("--https-authority-file: '\(file)' cannot be written.")
+            }
+            return tls
+        }
+        let scheme = tls == nil ? "http" : "https"
+        let application = try sandbox.application(host: host, port: port, tls: tls, logger: logger, beside: google) { [host] port in
             // Written unbuffered: scripts wait for this line on a pipe.
             FileHandle.standardOutput.write(
                 Data(
-                    "Apple sandbox listening on http://\(host):\(port)\nGoogle sandbox listening on http://\(host):\(port)\(GoogleSandbox.prefix)\n"
+                    "Apple sandbox listening on \(scheme)://\(host):\(port)\nGoogle sandbox listening on \(scheme)://\(host):\(port)\(GoogleSandbox.prefix)\n"
                         .utf8
                 )
             )

@@ -3,11 +3,13 @@ import Foundation
 import Logging
 import RevokerConfiguration
 import RevokerStore
+import RevokerWorker
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show the queue: requests by state and outcome, the oldest due request, paused apps and unsealed SQL intake.",
+        abstract:
+            "Show the queue: requests by state and outcome, the oldest due request, paused apps, unsealed SQL intake and calls per second to providers.",
         discussion: """
             Reads PostgreSQL only (DATABASE_URL or "database_url"); Apple is not contacted. A growing oldest due \
             age means the workers are not keeping up or not running; a paused app has a configuration fault \
@@ -28,11 +30,12 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.status", level: options.logLevel)
-        let (statistics, paused, webhooks) = try await withDatabase(configuration, logger: logger) { client in
+        let (statistics, paused, webhooks, observed) = try await withDatabase(configuration, logger: logger) { client in
             let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             do {
                 return (
-                    try await queue.statistics(), try await queue.pausedApps(), try await WebhookDeliveries(client: client, logger: logger).states()
+                    try await queue.statistics(), try await queue.pausedApps(), try await WebhookDeliveries(client: client, logger: logger).states(),
+                    try await queue.observedCallRates()
                 )
             } catch let error as RevokerStoreError {
                 let current = (try? await Migrator(client: client, logger: logger).isCurrent()) ?? true
@@ -40,10 +43,42 @@ struct StatusCommand: AsyncParsableCommand {
                 throw fail("Could not read the queue: \(error.message).")
             }
         }
+        let rates = CallRates(configuration: configuration, observed: observed)
         print(
-            json ? Self.json(statistics, paused: paused, webhooks: webhooks) : Self.table(statistics, paused: paused, webhooks: webhooks),
+            json
+                ? Self.json(statistics, paused: paused, webhooks: webhooks, rates: rates)
+                : Self.table(statistics, paused: paused, webhooks: webhooks, rates: rates),
             terminator: ""
         )
+    }
+
+    /// Outbound calls per second: each app's limit and what the live workers made over the last ten seconds.
+    struct CallRates {
+        var global: Double?
+        /// client_id, limit, observed; the configured apps and any app the workers called.
+        var apps: [(clientID: String, limit: Double?, observed: Double)]
+
+        init(configuration: RevokerConfiguration, observed: [String: Double]) {
+            global = configuration.worker.maxRequestsPerSecond
+            let limits = configuration.worker.appRequestsPerSecond
+            let clientIDs = Set(configuration.clientIDsByProvider.values.joined()).union(limits.keys).union(observed.keys)
+            apps = clientIDs.sorted().map { ($0, limits[$0], observed[$0] ?? 0) }
+        }
+
+        init() {
+            apps = []
+        }
+
+        static func number(_ value: Double?) -> String {
+            value.map { String(format: "%.1f", $0) } ?? "none"
+        }
+
+        var json: String {
+            let entries = apps.map { app in
+                "{\"client_id\": \(AuditExport.jsonString(app.clientID)), \"limit\": \(app.limit.map { "\($0)" } ?? "null"), \"observed\": \(String(format: "%.2f", app.observed))}"
+            }
+            return "{\"global_limit\": \(global.map { "\($0)" } ?? "null"), \"apps\": [\(entries.joined(separator: ", "))]}"
+        }
     }
 
     static func outcomeCounts(_ statistics: QueueStatistics) -> [(RevocationOutcome, Int)] {
@@ -57,7 +92,7 @@ struct StatusCommand: AsyncParsableCommand {
         return Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000
     }
 
-    static func json(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = []) -> String {
+    static func json(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = [], rates: CallRates = .init()) -> String {
         let byState = RevocationState.all.map { "\(AuditExport.jsonString($0.rawValue)): \(statistics.byState[$0] ?? 0)" }
         let byOutcome = outcomeCounts(statistics).map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
         let pauses = paused.map { pause in
@@ -76,13 +111,14 @@ struct StatusCommand: AsyncParsableCommand {
               "oldest_due_age_seconds": \(String(format: "%.3f", seconds(statistics.oldestDueAge))),
               "paused_apps": [\(pauses.map { "{\($0)}" }.joined(separator: ", "))],
               "unsealed_intake": \(statistics.unsealedIntake),
-              "webhooks": [\(webhooks.map(\.json).joined(separator: ", "))]
+              "webhooks": [\(webhooks.map(\.json).joined(separator: ", "))],
+              "call_rates": \(rates.json)
             }
 
             """
     }
 
-    static func table(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = []) -> String {
+    static func table(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = [], rates: CallRates = .init()) -> String {
         var text = "Requests by state\n"
         for state in RevocationState.all {
             text += "  " + state.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0) + String(statistics.byState[state] ?? 0) + "\n"
@@ -106,13 +142,7 @@ struct StatusCommand: AsyncParsableCommand {
                         AuditExport.timestamp(pause.pausedAt), AuditExport.timestamp(pause.nextProbeAt),
                     ]
                 }
-            let widths = (0..<4).map { column in rows.map { $0[column].count }.max() ?? 0 }
-            for row in rows {
-                text +=
-                    "  "
-                    + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()
-                    .trimmingCharacters(in: .whitespaces) + "\n"
-            }
+            text += aligned(rows)
         }
         for webhook in webhooks {
             let state =
@@ -125,7 +155,25 @@ struct StatusCommand: AsyncParsableCommand {
                 }
             text += "Webhook \(webhook.endpoint): \(webhook.delivered) delivered, \(state)\n"
         }
+        if !rates.apps.isEmpty {
+            text += "Calls to providers per second (limit for all workers; observed over the last 10 s)\n"
+            let rows =
+                [["CLIENT ID", "LIMIT", "OBSERVED"]]
+                + rates.apps.map { [AuditExport.terminalSafe($0.clientID, limit: 60), CallRates.number($0.limit), CallRates.number($0.observed)] }
+                + [["all apps", CallRates.number(rates.global), CallRates.number(rates.apps.map(\.observed).reduce(0, +))]]
+            text += aligned(rows)
+        }
         return text
+    }
+
+    /// Rows in columns as wide as their widest cell, indented by two spaces.
+    static func aligned(_ rows: [[String]]) -> String {
+        let widths = (0..<(rows.first?.count ?? 0)).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            "  "
+                + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }.joined()
+                .trimmingCharacters(in: .whitespaces) + "\n"
+        }.joined()
     }
 
     static func describe(_ seconds: Double) -> String {
