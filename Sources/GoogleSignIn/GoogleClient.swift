@@ -57,18 +57,28 @@ public struct GoogleClient: Sendable {
         }
     }
 
-    public let httpClient: HTTPClient
+    /// The connection pools shared by every app, taken in turn.
+    public let clients: ProviderHTTPClients
     public let configuration: Configuration
     let logger: Logger
 
+    public init(
+        clients: ProviderHTTPClients,
+        configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "revoker.google", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.clients = clients
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Calls over one connection pool.
     public init(
         httpClient: HTTPClient,
         configuration: Configuration = .init(),
         logger: Logger = Logger(label: "revoker.google", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
-        self.httpClient = httpClient
-        self.configuration = configuration
-        self.logger = logger
+        self.init(clients: ProviderHTTPClients([httpClient]), configuration: configuration, logger: logger)
     }
 
     /// Google's identity-token keys and how long they may be cached (`Cache-Control: max-age`).
@@ -139,7 +149,7 @@ public struct GoogleClient: Sendable {
         form: [(String, String)]?
     ) async throws -> ProviderTransport.Response {
         let transport = ProviderTransport(
-            httpClient: httpClient,
+            httpClient: clients.next(),
             timeout: configuration.timeout,
             userAgent: configuration.userAgent,
             maximumResponseBytes: configuration.maximumResponseBytes,

@@ -12,6 +12,7 @@ public struct SandboxConnectionReport: Codable, Sendable, Equatable {
         case peakOpen = "peak_open"
         case http2Calls = "http2_calls"
         case http1Calls = "http1_calls"
+        case peakCallsInFlight = "peak_calls_in_flight"
     }
     /// Connections that carried at least one call.
     public var opened: Int
@@ -21,13 +22,16 @@ public struct SandboxConnectionReport: Codable, Sendable, Equatable {
     public var peakOpen: Int
     public var http2Calls: Int
     public var http1Calls: Int
+    /// The most calls being answered at one time.
+    public var peakCallsInFlight: Int
 }
 
-/// Counts connections as calls arrive on them, each once, until it closes.
+/// Counts connections as calls arrive on them, each once, until it closes, and the calls being answered.
 package final class SandboxConnections: Sendable {
     private struct State {
         var open: Set<ObjectIdentifier> = []
-        var report = SandboxConnectionReport(opened: 0, open: 0, peakOpen: 0, http2Calls: 0, http1Calls: 0)
+        var inFlight = 0
+        var report = SandboxConnectionReport(opened: 0, open: 0, peakOpen: 0, http2Calls: 0, http1Calls: 0, peakCallsInFlight: 0)
     }
     private let state = Mutex(State())
 
@@ -41,6 +45,8 @@ package final class SandboxConnections: Sendable {
         let id = ObjectIdentifier(connection)
         let isNew = state.withLock { state in
             if stream { state.report.http2Calls += 1 } else { state.report.http1Calls += 1 }
+            state.inFlight += 1
+            state.report.peakCallsInFlight = max(state.report.peakCallsInFlight, state.inFlight)
             guard state.open.insert(id).inserted else { return false }
             state.report.opened += 1
             state.report.peakOpen = max(state.report.peakOpen, state.open.count)
@@ -50,6 +56,11 @@ package final class SandboxConnections: Sendable {
         if isNew {
             connection.closeFuture.whenComplete { [self] _ in _ = state.withLock { $0.open.remove(id) } }
         }
+    }
+
+    /// A call recorded by ``record(_:)`` was answered.
+    package func answered() {
+        state.withLock { $0.inFlight -= 1 }
     }
 
     package var report: SandboxConnectionReport {
@@ -72,6 +83,7 @@ package struct SandboxConnectionMiddleware: RouterMiddleware {
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         connections.record(context.channel)
+        defer { connections.answered() }
         return try await next(request, context)
     }
 }

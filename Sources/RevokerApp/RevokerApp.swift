@@ -128,12 +128,12 @@ public struct RevokerApp: Sendable {
         // An API without apps or notifications has nothing to ask a provider.
         let hasApps = !configuration.apps.isEmpty || !configuration.googleApps.isEmpty
         if parts.contains(.worker) || (parts.contains(.api) && (configuration.appleNotifications != nil || hasApps)) {
-            let httpClient = configuration.makeProviderHTTPClient()
-            services.append(.init(service: HTTPClientService(client: httpClient), serviceName: "provider-http-client"))
+            let clients = configuration.makeProviderHTTPClients()
+            services.append(.init(service: HTTPClientService(clients: clients.all), serviceName: "provider-http-clients"))
             do {
-                (providers, appleKeys, riscKeys) = try await Self.makeProviders(configuration, httpClient: httpClient, logger: logger)
+                (providers, appleKeys, riscKeys) = try await Self.makeProviders(configuration, clients: clients, logger: logger)
             } catch {
-                try? await httpClient.shutdown()
+                try? await clients.shutdown()
                 throw error
             }
         }
@@ -297,10 +297,10 @@ public struct RevokerApp: Sendable {
         let client = makeAppleClient(configuration, logger: logger)
         do {
             let result = try await body(client)
-            try await client.httpClient.shutdown()
+            try await client.clients.shutdown()
             return result
         } catch {
-            try? await client.httpClient.shutdown()
+            try? await client.clients.shutdown()
             throw error
         }
     }
@@ -312,29 +312,29 @@ public struct RevokerApp: Sendable {
         logger: Logger,
         _ body: (SignInProviders) async throws -> T
     ) async throws -> T {
-        let httpClient = configuration.makeProviderHTTPClient()
+        let clients = configuration.makeProviderHTTPClients()
         do {
-            let result = try await body(try await makeProviders(configuration, httpClient: httpClient, logger: logger).providers)
-            try await httpClient.shutdown()
+            let result = try await body(try await makeProviders(configuration, clients: clients, logger: logger).providers)
+            try await clients.shutdown()
             return result
         } catch {
-            try? await httpClient.shutdown()
+            try? await clients.shutdown()
             throw error
         }
     }
 
-    /// Every provider with its configured apps over one connection pool; Apple's key cache is
-    /// returned too, as Apple's notifications share it.
+    /// Every provider with its configured apps over the same connection pools; Apple's key cache
+    /// is returned too, as Apple's notifications share it.
     static func makeProviders(
         _ configuration: RevokerConfiguration,
-        httpClient: HTTPClient,
+        clients: ProviderHTTPClients,
         logger: Logger
     ) async throws -> (providers: SignInProviders, appleKeys: AppleKeySet, riscKeys: GoogleKeySet) {
         if let file = configuration.extraTrustRootsFile {
             logger.notice("Calls to providers also trust the authorities in \(file) (extra_trust_roots_file, a test setting)")
         }
         let appleClient = AppleClient(
-            httpClient: httpClient,
+            clients: clients,
             configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
             logger: logger
         )
@@ -350,14 +350,14 @@ public struct RevokerApp: Sendable {
         } catch let error as AppleSignInError {
             throw RevokerAppError(.configuration, error.message)
         }
-        let googleClient = GoogleClient(httpClient: httpClient, configuration: configuration.google, logger: logger)
+        let googleClient = GoogleClient(clients: clients, configuration: configuration.google, logger: logger)
         let google = GoogleProvider(apps: configuration.googleApps.values, client: googleClient)
         return (SignInProviders([apple, google]), appleKeys, GoogleKeySet.risc(client: googleClient))
     }
 
     static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {
         AppleClient(
-            httpClient: configuration.makeProviderHTTPClient(),
+            clients: configuration.makeProviderHTTPClients(),
             configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
             logger: logger
         )
@@ -378,12 +378,20 @@ struct AfterStartup<Wrapped: Service>: Service {
     }
 }
 
-/// Keeps an HTTP client's pool open until the group shuts down, then closes it.
+/// Keeps HTTP clients' pools open until the group shuts down, then closes them.
 struct HTTPClientService: Service {
-    let client: HTTPClient
+    let clients: [HTTPClient]
+
+    init(client: HTTPClient) {
+        clients = [client]
+    }
+
+    init(clients: [HTTPClient]) {
+        self.clients = clients
+    }
 
     func run() async throws {
         try? await gracefulShutdown()
-        try await client.shutdown()
+        for client in clients { try await client.shutdown() }
     }
 }

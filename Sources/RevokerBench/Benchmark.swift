@@ -91,6 +91,11 @@ public struct Benchmark: Sendable {
             progress("pickup: \(options.pickupSamples) single requests on an idle worker")
             pickup = try await measurePickup()
         }
+        var recovery: BenchmarkReport.Recovery?
+        if options.recoveryRequests > 0 {
+            progress("recovery: \(options.recoveryRequests) requests, two workers, one SIGKILLed a third of the way")
+            recovery = try await measureRecovery(latency: options.recoveryLatencyMilliseconds)
+        }
         return BenchmarkReport(
             startedAt: startedAt,
             machine: machine,
@@ -98,7 +103,8 @@ public struct Benchmark: Sendable {
             references: references,
             enqueue: enqueue,
             drains: drains,
-            pickup: pickup
+            pickup: pickup,
+            recovery: recovery
         )
     }
 

@@ -42,6 +42,10 @@ public struct BenchmarkOptions: Sendable {
     /// Latencies at which one more drain (by one worker process) reaches the sandbox as Apple is
     /// reached in production, over HTTPS with HTTP/2 (when ``transport`` is not that already).
     public var httpsLatenciesMilliseconds = [0]
+    /// Requests of the recovery scenario (two workers, one SIGKILLed a third of the way); 0 skips it.
+    public var recoveryRequests = 5_000
+    /// The sandbox's latency in the recovery scenario, so that the killed worker holds requests in flight.
+    public var recoveryLatencyMilliseconds = 200
 
     /// The full run's defaults, with the `revoker` binary to start as workers and the server to use.
     public init(binary: String, databaseURL: String) {
@@ -58,6 +62,7 @@ public struct BenchmarkOptions: Sendable {
         options.batchSize = 8
         options.enqueueConcurrency = 4
         options.pickupSamples = 5
+        options.recoveryRequests = 120
         options.measureReferences = false
         options.drainTimeoutSeconds = 120
         return options

@@ -125,6 +125,19 @@ public struct BenchmarkReport: Codable, Sendable {
         public var problems: [String]
     }
 
+    /// Two workers drain a backlog and one is SIGKILLed a third of the way through.
+    public struct Recovery: Codable, Sendable {
+        public var requests: Int
+        public var latencyMilliseconds: Int
+        /// Requests the killed worker held (running) when it died.
+        public var orphaned: Int
+        /// From the kill until every one of them was final (sampled every 100 ms).
+        public var secondsToFinal: Double
+        /// Whether every request was revoked, each grant once; if not, why.
+        public var valid: Bool
+        public var problems: [String]
+    }
+
     /// When the run started, the machine, and the requests per enqueue path and per drain.
     public var startedAt: Date
     public var machine: Machine
@@ -134,6 +147,7 @@ public struct BenchmarkReport: Codable, Sendable {
     public var enqueue: [EnqueueRate]
     public var drains: [Drain]
     public var pickup: Pickup?
+    public var recovery: Recovery?
     /// Every scenario finished every request, and the sandbox saw each grant revoked.
     public var valid: Bool
 
@@ -144,7 +158,8 @@ public struct BenchmarkReport: Codable, Sendable {
         references: References,
         enqueue: [EnqueueRate],
         drains: [Drain],
-        pickup: Pickup?
+        pickup: Pickup?,
+        recovery: Recovery?
     ) {
         self.startedAt = startedAt
         self.machine = machine
@@ -153,7 +168,8 @@ public struct BenchmarkReport: Codable, Sendable {
         self.enqueue = enqueue
         self.drains = drains
         self.pickup = pickup
-        self.valid = drains.allSatisfy(\.valid) && (pickup?.valid ?? true)
+        self.recovery = recovery
+        self.valid = drains.allSatisfy(\.valid) && (pickup?.valid ?? true) && (recovery?.valid ?? true)
     }
 
     public func json() throws -> Data {
@@ -225,11 +241,20 @@ extension BenchmarkReport {
                     + "p99 \(Self.decimal(ms.p99, 1)) ms, max \(Self.decimal(ms.max, 1)) ms" + (pickup.valid ? "" : " (INVALID)")
             )
         }
+        if let recovery {
+            lines.append("")
+            lines.append(
+                "Recovery (\(recovery.requests) requests, \(recovery.latencyMilliseconds) ms, two workers, one SIGKILLed a third of the way): "
+                    + "the \(recovery.orphaned) requests it held were final \(Self.decimal(recovery.secondsToFinal, 1)) s after the kill"
+                    + (recovery.valid ? "" : " (INVALID)")
+            )
+        }
         let problems =
             drains.flatMap { drain in
                 drain.problems.map { "\(drain.workload ?? "apple"), \(drain.latencyMilliseconds) ms, \(drain.workerProcesses) process(es): \($0)" }
             }
             + (pickup?.problems ?? []).map { "pickup: \($0)" }
+            + (recovery?.problems ?? []).map { "recovery: \($0)" }
         if !problems.isEmpty {
             lines.append("")
             lines.append("INVALID RUN:")

@@ -63,9 +63,10 @@ public struct RevokerConfiguration: Sendable {
         clientIDsByProvider.first { $0.value.contains(clientID) }?.key
     }
 
-    /// The pooled HTTP client for calls to providers, trusting ``extraTrustRoots`` too.
-    public func makeProviderHTTPClient() -> HTTPClient {
-        ProviderTransport.makeHTTPClient(concurrency: worker.concurrency, extraTrustRoots: extraTrustRoots)
+    /// The pooled HTTP clients for calls to providers, enough for the worker's concurrency over
+    /// HTTP/2, trusting ``extraTrustRoots`` too.
+    public func makeProviderHTTPClients() -> ProviderHTTPClients {
+        ProviderHTTPClients(concurrency: worker.concurrency, extraTrustRoots: extraTrustRoots)
     }
 
     /// Seals with ``keyring`` and opens the SQL intake with ``intakeKeys``.

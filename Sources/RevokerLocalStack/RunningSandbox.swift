@@ -82,6 +82,12 @@ public struct RunningSandbox: Sendable {
         }
     }
 
+    /// The sandbox's throw-away authority (over HTTPS), for a client to trust.
+    public func authorityCertificate() throws -> NIOSSLCertificate {
+        guard let certificate = authority.first else { throw SandboxNotHTTPS() }
+        return certificate
+    }
+
     /// A pooled client for providers, as Revoker makes one, trusting the sandbox's authority.
     public func makeProviderHTTPClient() -> HTTPClient {
         ProviderTransport.makeHTTPClient(extraTrustRoots: authority)
@@ -160,3 +166,6 @@ extension RunningSandbox {
         }
     }
 }
+
+/// The sandbox serves plain HTTP/1.1: it has no authority to trust.
+public struct SandboxNotHTTPS: Error {}

@@ -318,6 +318,23 @@ struct SandboxTransportTests {
         }
     }
 
+    @Test func moreCallsInFlightThanOneConnectionsStreamsGoOutOnOneConnectionPerHundred() async throws {
+        // 250 revokes at once, each held 500 ms: one HTTP/2 connection (100 streams) would carry
+        // 100 at a time; three clients taken in turn carry them all.
+        try await RunningSandbox.with(configuration: .init(faults: SandboxFaults(latencyMilliseconds: 500))) { sandbox in
+            let clients = ProviderHTTPClients(concurrency: 250, extraTrustRoots: [try sandbox.authorityCertificate()])
+            #expect(clients.all.count == 3)
+            let client = AppleClient(clients: clients, configuration: sandbox.clientConfiguration())
+            _ = try await Self.revokeConcurrently(sandbox, client, count: 250)
+            try await clients.shutdown()
+            let report = try await sandbox.admin.connections()
+            #expect(report.peakCallsInFlight > 200, "\(report)")
+            #expect(report.http1Calls == 0)
+            // Three for the calls, one or two for the admin's client.
+            #expect(report.peakOpen <= 5, "\(report)")
+        }
+    }
+
     @Test func aClientThatDoesNotTrustTheAuthorityIsRefusedBeforeAnyCall() async throws {
         try await RunningSandbox.with { sandbox in
             let app = try await sandbox.registerApp()

@@ -7,7 +7,7 @@ import Testing
 /// The benchmark's small-N run: correctness only. Speed is reported by `scripts/bench`, never asserted.
 @Suite("revoker bench --smoke")
 struct BenchmarkSmokeTests {
-    @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkersOverHTTPSAndAMixedAppleAndGoogleWorkload() async throws {
+    @Test func theSmokeRunRevokesEveryRequestWithOneAndTwoWorkersOverHTTPSAndAMixedWorkloadAndRecoversFromAKill() async throws {
         let options = BenchmarkOptions.smoke(binary: RevokerProcess.binary, databaseURL: try ScratchDatabase.baseURL())
         let report = try await Benchmark(options: options).run()
 
@@ -26,6 +26,10 @@ struct BenchmarkSmokeTests {
         #expect(report.enqueue.map(\.path) == ["swift", "sql", "http"])
         #expect(report.enqueue.allSatisfy { $0.requests == options.requests })
         #expect(report.pickup?.milliseconds.samples == options.pickupSamples)
+        // One of two workers SIGKILLed mid-drain: what it held is rescued, every grant revoked once.
+        let recovery = try #require(report.recovery)
+        #expect(recovery.valid, "\(recovery.problems)")
+        #expect(recovery.orphaned > 0)
         // The JSON written for people and CI decodes back and holds the same verdict.
         let decoded = try JSONSerialization.jsonObject(with: report.json()) as? [String: Any]
         #expect((decoded?["drains"] as? [Any])?.count == 4)

@@ -41,20 +41,29 @@ public struct AppleClient: Sendable {
         }
     }
 
-    /// The connection pool shared by every app.
-    public let httpClient: HTTPClient
+    /// The connection pools shared by every app, taken in turn.
+    public let clients: ProviderHTTPClients
     /// Where and how to reach Apple.
     public let configuration: Configuration
     let logger: Logger
 
     public init(
+        clients: ProviderHTTPClients,
+        configuration: Configuration = .init(),
+        logger: Logger = Logger(label: "revoker.apple", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        self.clients = clients
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Calls over one connection pool.
+    public init(
         httpClient: HTTPClient,
         configuration: Configuration = .init(),
         logger: Logger = Logger(label: "revoker.apple", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
-        self.httpClient = httpClient
-        self.configuration = configuration
-        self.logger = logger
+        self.init(clients: ProviderHTTPClients([httpClient]), configuration: configuration, logger: logger)
     }
 
     /// Apple's current identity-token signing keys from `/auth/keys`.
@@ -105,7 +114,7 @@ public struct AppleClient: Sendable {
 
     private func send(_ endpoint: AppleEndpoint, method: HTTPMethod, form: [(String, String)]?, secrets: [String]) async throws -> RawResponse {
         let transport = ProviderTransport(
-            httpClient: httpClient,
+            httpClient: clients.next(),
             timeout: configuration.timeout,
             userAgent: configuration.userAgent,
             maximumResponseBytes: configuration.maximumResponseBytes,

@@ -52,6 +52,12 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(name: .customLong("pickup-samples"), help: "Single requests timed on an idle worker.")
     var pickupSamples: Int?
 
+    @Option(
+        name: .customLong("recovery-requests"),
+        help: "Requests of the recovery scenario (two workers, one SIGKILLed a third of the way through); 0 skips it (default 5000)."
+    )
+    var recoveryRequests: Int?
+
     @Flag(name: .customLong("no-references"), help: "Skip pgbench and the sandbox-alone reference.")
     var noReferences = false
 
@@ -98,6 +104,7 @@ struct BenchCommand: AsyncParsableCommand {
         }
         if let batchSize { options.batchSize = batchSize }
         if let pickupSamples { options.pickupSamples = pickupSamples }
+        if let recoveryRequests { options.recoveryRequests = recoveryRequests }
         if noReferences { options.measureReferences = false }
         if withoutAuditChain { options.auditChain = false }
         guard (1...1_000_000).contains(options.requests) else { throw ValidationError("--requests must be between 1 and 1000000.") }

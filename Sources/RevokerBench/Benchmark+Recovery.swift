@@ -1,0 +1,98 @@
+import AppleSignInSandbox
+import Foundation
+import PostgresNIO
+import RevokerLocalStack
+import RevokerStore
+
+extension Benchmark {
+    // MARK: Recovery
+
+    /// Two worker processes drain a backlog at `latency`; a third of the way through the one
+    /// holding more requests is SIGKILLed. Measures how long after the kill the requests it held were all final (the
+    /// other worker rescues them once the dead one's liveness lock has stayed free), and checks
+    /// that every grant was revoked exactly once.
+    func measureRecovery(latency: Int) async throws -> BenchmarkReport.Recovery {
+        let concurrency = options.concurrency(atLatency: latency)
+        let worker: [String: any Sendable] = ["concurrency": concurrency, "batch_size": min(options.batchSize, concurrency)]
+        return try await withStage(latency: latency, worker: worker) { stage in
+            let count = options.recoveryRequests
+            let grants = try await Grant.mint(count, apps: Self.apps, prefix: "recovery-", sandbox: stage.sandbox)
+            _ = try await withOwnClient(stage) { client in
+                try await EnqueuePath.swift.enqueue(
+                    grants,
+                    width: options.enqueueConcurrency,
+                    client: client,
+                    configuration: stage.configuration,
+                    logger: logger
+                )
+            }
+            var problems: [String] = []
+            let (orphaned, secondsToFinal) = try await withWorkers(2, stage: stage) { workers in
+                try await withOwnClient(stage) { monitor in
+                    let deadline = ContinuousClock.now + .seconds(options.drainTimeoutSeconds)
+                    var orphaned: [UUID]?
+                    var killedAt = ContinuousClock.now
+                    while ContinuousClock.now < deadline {
+                        if let orphaned {
+                            let open = try await countRows(
+                                "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE id = ANY(\(orphaned)) AND state IN ('pending', 'running')",
+                                monitor
+                            )
+                            if open == 0 { return (orphaned.count, seconds(ContinuousClock.now - killedAt)) }
+                        } else if try await countRows(
+                            "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE state NOT IN ('pending', 'running')",
+                            monitor
+                        ) >= count / 3 {
+                            // Owner ids are host:pid:random. The victim is the worker holding the
+                            // most requests right now; those it holds when killed die with it.
+                            let holders = try await monitor.query(
+                                """
+                                \(unescaped: Self.marker) SELECT split_part(lease_owner, ':', 2) FROM revoker.revocation_requests
+                                WHERE state = 'running' GROUP BY 1 ORDER BY count(*) DESC
+                                """,
+                                logger: logger
+                            ).collect()
+                            let pids = try holders.map { try $0.decode(String.self) }
+                            if let victim = workers.first(where: { pids.first == String($0.processIdentifier) }) {
+                                victim.signal(SIGKILL)
+                                killedAt = ContinuousClock.now
+                                let held = try await monitor.query(
+                                    """
+                                    \(unescaped: Self.marker) SELECT id FROM revoker.revocation_requests
+                                    WHERE state = 'running' AND split_part(lease_owner, ':', 2) = \(String(victim.processIdentifier))
+                                    """,
+                                    logger: logger
+                                ).collect()
+                                orphaned = try held.map { try $0.decode(UUID.self) }
+                            }
+                        }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    problems.append("the killed worker's requests were not all final within \(options.drainTimeoutSeconds) s")
+                    return (orphaned?.count ?? 0, Double(options.drainTimeoutSeconds))
+                }
+            }
+            // A request whose revoke the killed worker sent before dying ends already_invalid when
+            // rescued: Apple has revoked the grant, once, which the sandbox's count shows.
+            let outcome = try await DrainOutcome(stage.database, logger: logger)
+            let succeeded = (outcome.byState["succeeded/revoked"] ?? 0) + (outcome.byState["succeeded/already_invalid"] ?? 0)
+            if succeeded != count { problems.append("\(count - succeeded) of \(count) requests did not succeed: \(outcome.byState)") }
+            let reports = try await stage.sandbox.admin.grants()
+            let notOnce = reports.filter { $0.revocations != 1 }.count
+            if notOnce > 0 { problems.append("\(notOnce) grants were not revoked exactly once") }
+            if orphaned == 0 { problems.append("the killed worker held no request: nothing was measured") }
+            return .init(
+                requests: count,
+                latencyMilliseconds: latency,
+                orphaned: orphaned,
+                secondsToFinal: secondsToFinal,
+                valid: problems.isEmpty,
+                problems: problems
+            )
+        }
+    }
+
+    private func countRows(_ query: PostgresQuery, _ client: PostgresClient) async throws -> Int {
+        try await client.query(query, logger: logger).collect().first?.decode(Int.self) ?? 0
+    }
+}
