@@ -328,7 +328,8 @@ struct SandboxTransportTests {
             _ = try await Self.revokeConcurrently(sandbox, client, count: 250)
             try await clients.shutdown()
             let report = try await sandbox.admin.connections()
-            #expect(report.peakCallsInFlight > 200, "\(report)")
+            // More than one connection's 100 streams at once (all 250 on a quiet machine).
+            #expect(report.peakCallsInFlight > 100, "\(report)")
             #expect(report.http1Calls == 0)
             // Three for the calls, one or two for the admin's client.
             #expect(report.peakOpen <= 5, "\(report)")

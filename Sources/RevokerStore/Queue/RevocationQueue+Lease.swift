@@ -75,10 +75,11 @@ extension RevocationQueue {
         return applied
     }
 
-    /// Gives a request back on shutdown: pending now, attempt not counted, audited `released`.
-    public func release(_ lease: Lease) async throws -> Bool {
-        let change = Fenced.Reschedule(delayMilliseconds: 0, counts: false, keepError: true)
-        let applied = try await applyFenced(FencedRow(lease, events: [AuditEvent(.released)], change))
+    /// Gives a request back, attempt not counted, audited `released`: on shutdown pending now;
+    /// when its app's rate limit has no slot for it soon, pending after `delay` (`why` says so).
+    public func release(_ lease: Lease, after delay: Duration = .zero, why: String? = nil) async throws -> Bool {
+        let change = Fenced.Reschedule(delayMilliseconds: Self.milliseconds(delay), counts: false, keepError: true)
+        let applied = try await applyFenced(FencedRow(lease, events: [AuditEvent(.released, detail: why)], change))
         logFenced(lease, applied: applied, "Released revocation request")
         return applied
     }

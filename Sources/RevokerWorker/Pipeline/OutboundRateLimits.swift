@@ -8,6 +8,10 @@ import Synchronization
 /// Calls are spaced evenly (one every `1 / rate` seconds, no burst): a backlog after an incident
 /// goes out at the configured rate from its first call.
 public final class OutboundRateLimits: Sendable {
+    /// The longest a claimed request waits for a call slot; one that would wait longer goes back
+    /// to the queue until its slot, so that one app's backlog does not hold the worker's
+    /// concurrency from the others.
+    public static let longestWait: Duration = .seconds(5)
     /// How long an app pauses after a 429 that names no `Retry-After`.
     public static let defaultThrottlePause: Duration = .seconds(1)
     /// Seconds counted for the observed rates: the last nine whole ones, and the current one filling.
@@ -58,28 +62,54 @@ public final class OutboundRateLimits: Sendable {
         state.withLock { $0.workers = max(1, count) }
     }
 
-    /// Waits for the app's next slot under its limit, the global one and any pause after a 429.
-    /// A pause that begins while a call waits sends it back for a slot after the pause.
-    public func admit(_ clientID: String) async throws {
+    /// A call slot booked for an app: when it comes, and the app's 429 count at booking, so that
+    /// a pause that began meanwhile sends the call back for a slot after it.
+    public struct Ticket: Sendable {
+        public let at: ContinuousClock.Instant
+        let pauses: Int
+        let spacing: (app: Duration?, global: Duration?)
+
+        /// How long from now until the slot.
+        public var wait: Duration { max(.zero, at - ContinuousClock.now) }
+    }
+
+    /// Books the next slot of `clientID` under its limit, the global one and any pause after a 429.
+    public func book(_ clientID: String) -> Ticket {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            var slot = state.apps[clientID] ?? Slot(rate: nil, next: now)
+            // Without a rate a slot's `next` never moves past its last pause, so it delays only until then.
+            let at = max(now, state.global.next, slot.next)
+            let share = Double(state.workers)
+            let spacing = (app: slot.rate.map { Duration.seconds(share / $0) }, global: state.global.rate.map { Duration.seconds(share / $0) })
+            if let gap = spacing.global { state.global.next = at + gap }
+            if let gap = spacing.app { slot.next = at + gap }
+            state.apps[clientID] = slot
+            return Ticket(at: at, pauses: slot.pauses, spacing: spacing)
+        }
+    }
+
+    /// Gives back a slot that will not be used: the next booking takes it when it was the last
+    /// one booked (otherwise it stays a gap, which never makes the rate higher).
+    public func cancel(_ ticket: Ticket, of clientID: String) {
+        state.withLock { state in
+            if let gap = ticket.spacing.global, state.global.next == ticket.at + gap { state.global.next = ticket.at }
+            if let gap = ticket.spacing.app, state.apps[clientID]?.next == ticket.at + gap { state.apps[clientID]?.next = ticket.at }
+        }
+    }
+
+    /// Waits for the slot of `ticket` (or the next one booked now), counting the call.
+    public func admit(_ clientID: String, ticket: Ticket? = nil) async throws {
+        var ticket = ticket ?? book(clientID)
         while true {
-            let now = ContinuousClock.now
-            let (at, pauses) = state.withLock { state in
-                var slot = state.apps[clientID] ?? Slot(rate: nil, next: now)
-                // Without a rate a slot's `next` never moves past its last pause, so it delays only until then.
-                let at = max(now, state.global.next, slot.next)
-                let share = Double(state.workers)
-                if let rate = state.global.rate { state.global.next = at + .seconds(share / rate) }
-                if let rate = slot.rate { slot.next = at + .seconds(share / rate) }
-                state.apps[clientID] = slot
-                return (at, slot.pauses)
-            }
-            if at > now { try await Task.sleep(until: at, clock: .continuous) }
-            let resumed = state.withLock { state -> Bool in
-                guard state.apps[clientID]?.pauses == pauses else { return false }
+            if ticket.at > ContinuousClock.now { try await Task.sleep(until: ticket.at, clock: .continuous) }
+            let current = state.withLock { state -> Bool in
+                guard state.apps[clientID]?.pauses == ticket.pauses else { return false }
                 state.apps[clientID]?.count(atSecond: Int((ContinuousClock.now - origin).components.seconds))
                 return true
             }
-            if resumed { return }
+            if current { return }
+            ticket = book(clientID)
         }
     }
 

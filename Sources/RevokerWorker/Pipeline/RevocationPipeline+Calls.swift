@@ -16,14 +16,21 @@ extension RevocationPipeline {
         case failure(ProviderFailure, Duration)
     }
 
-    /// Runs a provider call for the app `clientID` once its rate limits allow, timing it; the
-    /// provider's refusals come back as values, and anything unexpected (an interrupted call) as
-    /// a transient failure. A 429 pauses all of the app's calls for its `Retry-After`.
-    func call<T>(_ provider: ProviderName, _ clientID: String, _ endpoint: String, _ body: () async throws -> T) async -> Answer<T> {
+    /// Runs a provider call for the app `clientID` once its rate limits allow (at the slot of
+    /// `ticket` when one was booked), timing it; the provider's refusals come back as values, and
+    /// anything unexpected (an interrupted call) as a transient failure. A 429 pauses all of the
+    /// app's calls for its `Retry-After`.
+    func call<T>(
+        _ provider: ProviderName,
+        _ clientID: String,
+        _ endpoint: String,
+        ticket: OutboundRateLimits.Ticket? = nil,
+        _ body: () async throws -> T
+    ) async -> Answer<T> {
         var started = ContinuousClock.now
         let answer: Answer<T>
         do {
-            try await rateLimits.admit(clientID)
+            try await rateLimits.admit(clientID, ticket: ticket)
             started = ContinuousClock.now
             let value = try await body()
             answer = .success(value, ContinuousClock.now - started)

@@ -13,6 +13,8 @@ public enum Disposition: Sendable, Equatable {
     case paused
     /// Handed back at shutdown, unfinished.
     case released
+    /// Handed back until its app's rate limit has a call slot for it, due again after the delay.
+    case postponed(Duration)
     /// Another worker holds the request now (this lease expired); nothing was written.
     case leaseLost
     /// The database failed mid-way; the lease will expire and the request will be rescued.
@@ -84,8 +86,15 @@ public struct RevocationPipeline: Sendable {
         let logger: Logger
         let shouldRelease: @Sendable () -> Bool
         var events: [AuditEvent] = []
+        /// The first call's booked slot, until that call takes it.
+        var ticket: OutboundRateLimits.Ticket?
 
         var request: RevocationRequest { claimed.request }
+
+        mutating func takeTicket() -> OutboundRateLimits.Ticket? {
+            defer { ticket = nil }
+            return ticket
+        }
         var lease: Lease { claimed.lease }
     }
 
@@ -110,6 +119,18 @@ public struct RevocationPipeline: Sendable {
             run.events.append(AuditEvent(.note, detail: account + "; no grant is left"))
             return try await finish(&run, .revokedByUser)
         }
+        // The first call's slot under the app's rate limits, booked before anything is recorded.
+        let ticket = rateLimits.book(run.request.clientID)
+        if ticket.wait > OutboundRateLimits.longestWait {
+            // Booked (or paused) further ahead than a claim should wait: back to the queue until
+            // then, the attempt not counted, the worker free for other apps' requests.
+            rateLimits.cancel(ticket, of: run.request.clientID)
+            let wait = ticket.wait
+            let why = "the app's outbound rate limit has no call slot for \(String(format: "%.1f", Double(wait.milliseconds) / 1000)) s"
+            let lease = run.lease
+            return try await store { try await queue.release(lease, after: wait, why: why) } ? .postponed(wait) : .leaseLost
+        }
+        run.ticket = ticket
         var token = run.claimed.credential.secret
         var kind = GrantTokenKind.refreshToken
 
@@ -125,6 +146,7 @@ public struct RevocationPipeline: Sendable {
                 provider,
                 app.clientID,
                 app.tokenEndpoint,
+                ticket: run.takeTicket(),
                 { [token, redirectURI = run.request.redirectURI] in try await app.exchange(code: token, redirectURI: redirectURI) }
             ) {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .exchange, &run)
@@ -158,7 +180,13 @@ public struct RevocationPipeline: Sendable {
                 )
             }
         case .refreshToken:
-            switch await call(provider, app.clientID, app.tokenEndpoint, { [token] in try await app.prove(refreshToken: token) }) {
+            switch await call(
+                provider,
+                app.clientID,
+                app.tokenEndpoint,
+                ticket: run.takeTicket(),
+                { [token] in try await app.prove(refreshToken: token) }
+            ) {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .validate, &run)
             case .success(let proof, let latency):
                 run.events.append(AuditEvent(.tokenValidated, appleEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
@@ -167,6 +195,7 @@ public struct RevocationPipeline: Sendable {
         case .accessToken:
             kind = .accessToken
         default:
+            if let ticket = run.takeTicket() { rateLimits.cancel(ticket, of: run.request.clientID) }
             return try await finish(
                 &run,
                 .rejected,
@@ -175,7 +204,13 @@ public struct RevocationPipeline: Sendable {
         }
 
         if run.shouldRelease() { return try await release(&run) }
-        switch await call(provider, app.clientID, app.revokeEndpoint, { [token, kind] in try await app.revoke(token: token, kind: kind) }) {
+        switch await call(
+            provider,
+            app.clientID,
+            app.revokeEndpoint,
+            ticket: run.takeTicket(),
+            { [token, kind] in try await app.revoke(token: token, kind: kind) }
+        ) {
         case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .revoke, &run)
         case .success(_, let latency):
             run.events.append(

@@ -161,6 +161,7 @@ public struct RevocationWorker: Service {
         case .finished(let outcome): metrics.finished(outcome)
         case .retryScheduled: metrics.retryScheduled(reason: "transient")
         case .paused: metrics.retryScheduled(reason: "paused")
+        case .postponed: metrics.retryScheduled(reason: "rate_limit")
         case .released, .leaseLost, .interrupted: break
         }
         metrics.inFlight(state.inFlight)

@@ -8,7 +8,8 @@ public struct WorkerReport: Sendable, Equatable {
     public var retriesScheduled = 0
     /// Requests put back because their app is paused.
     public var paused = 0
-    /// Requests handed back unfinished at shutdown or at the end of the time allowed.
+    /// Requests handed back unfinished at shutdown, at the end of the time allowed, or until
+    /// their app's rate limit has a call slot for them.
     public var released = 0
     /// Requests whose lease was lost or whose processing was cut off by a database failure
     /// (a drain waits for those to be rescued and tries them again).
@@ -25,7 +26,7 @@ public struct WorkerReport: Sendable, Equatable {
         case .finished(let outcome): finished[outcome, default: 0] += 1
         case .retryScheduled: retriesScheduled += 1
         case .paused: paused += 1
-        case .released: released += 1
+        case .released, .postponed: released += 1
         case .leaseLost, .interrupted: interrupted += 1
         }
     }

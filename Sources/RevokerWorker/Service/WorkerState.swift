@@ -100,7 +100,7 @@ final class WorkerState: Sendable {
                 state.unfinished.insert(lease.requestID)
             }
             switch disposition {
-            case .retryScheduled(let delay):
+            case .retryScheduled(let delay), .postponed(let delay):
                 state.retriesDue[lease.requestID] = .now + delay
             case .interrupted:
                 // The database failed mid-way: the request comes back once its lease expires and is rescued.
