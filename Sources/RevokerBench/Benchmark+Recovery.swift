@@ -27,18 +27,29 @@ extension Benchmark {
                 )
             }
             var problems: [String] = []
-            let (orphaned, secondsToFinal) = try await withWorkers(2, stage: stage) { workers in
+            let (orphaned, secondsToFinal, secondsToRescue) = try await withWorkers(2, stage: stage) { workers in
                 try await withOwnClient(stage) { monitor in
                     let deadline = ContinuousClock.now + .seconds(options.drainTimeoutSeconds)
                     var orphaned: [UUID]?
                     var killedAt = ContinuousClock.now
+                    var killedAtDatabase = Date()
                     while ContinuousClock.now < deadline {
                         if let orphaned {
                             let open = try await countRows(
                                 "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE id = ANY(\(orphaned)) AND state IN ('pending', 'running')",
                                 monitor
                             )
-                            if open == 0 { return (orphaned.count, seconds(ContinuousClock.now - killedAt)) }
+                            if open == 0 {
+                                // When the survivor put them back, on the database's clock beside the kill's.
+                                let rescued = try await monitor.query(
+                                    """
+                                    \(unescaped: Self.marker) SELECT coalesce(extract(epoch FROM min(occurred_at) - \(killedAtDatabase)::timestamptz), -1)::float8
+                                    FROM revoker.audit_events WHERE event = 'rescued' AND request_id = ANY(\(orphaned))
+                                    """,
+                                    logger: logger
+                                ).collect()
+                                return (orphaned.count, seconds(ContinuousClock.now - killedAt), try rescued.first?.decode(Double.self) ?? -1)
+                            }
                         } else if try await countRows(
                             "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE state NOT IN ('pending', 'running')",
                             monitor
@@ -56,6 +67,7 @@ extension Benchmark {
                             if let victim = workers.first(where: { pids.first == String($0.processIdentifier) }) {
                                 victim.signal(SIGKILL)
                                 killedAt = ContinuousClock.now
+                                killedAtDatabase = Date()
                                 let held = try await monitor.query(
                                     """
                                     \(unescaped: Self.marker) SELECT id FROM revoker.revocation_requests
@@ -69,7 +81,7 @@ extension Benchmark {
                         try await Task.sleep(for: .milliseconds(100))
                     }
                     problems.append("the killed worker's requests were not all final within \(options.drainTimeoutSeconds) s")
-                    return (orphaned?.count ?? 0, Double(options.drainTimeoutSeconds))
+                    return (orphaned?.count ?? 0, Double(options.drainTimeoutSeconds), -1)
                 }
             }
             // A request whose revoke the killed worker sent before dying ends already_invalid when
@@ -86,6 +98,7 @@ extension Benchmark {
                 latencyMilliseconds: latency,
                 orphaned: orphaned,
                 secondsToFinal: secondsToFinal,
+                secondsToRescue: secondsToRescue,
                 valid: problems.isEmpty,
                 problems: problems
             )

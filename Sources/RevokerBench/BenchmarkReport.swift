@@ -133,6 +133,9 @@ public struct BenchmarkReport: Codable, Sendable {
         public var orphaned: Int
         /// From the kill until every one of them was final (sampled every 100 ms).
         public var secondsToFinal: Double
+        /// From the kill until the survivor put the first of them back in the queue (the
+        /// database's clock, which is this machine's); -1 when none was rescued.
+        public var secondsToRescue: Double
         /// Whether every request was revoked, each grant once; if not, why.
         public var valid: Bool
         public var problems: [String]
@@ -245,7 +248,8 @@ extension BenchmarkReport {
             lines.append("")
             lines.append(
                 "Recovery (\(recovery.requests) requests, \(recovery.latencyMilliseconds) ms, two workers, one SIGKILLed a third of the way): "
-                    + "the \(recovery.orphaned) requests it held were final \(Self.decimal(recovery.secondsToFinal, 1)) s after the kill"
+                    + "the \(recovery.orphaned) requests it held were rescued \(Self.decimal(recovery.secondsToRescue, 1)) s and final "
+                    + "\(Self.decimal(recovery.secondsToFinal, 1)) s after the kill"
                     + (recovery.valid ? "" : " (INVALID)")
             )
         }

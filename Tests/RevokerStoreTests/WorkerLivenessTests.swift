@@ -70,6 +70,7 @@ struct WorkerLivenessTests {
             #expect(dead.count == 2)
             try await Self.withSession(queue, db, owner: "w-live") {
                 let live = try #require(try await queue.claim(batch: 1, lease: .seconds(600), owner: "w-live").first)
+                try await Self.enqueue(5, prefix: "later", queue: queue)
 
                 // The first pass only suspects the dead owner: its lock may come back.
                 #expect(try await queue.rescue(confirmation: .seconds(1)) == RescueResult(rescued: 0, awaitingConfirmation: 2))
@@ -88,6 +89,10 @@ struct WorkerLivenessTests {
                 }
                 #expect(try await queue.request(id: live.request.id)?.state == .running, "a live worker's request stays its own")
                 #expect(try await queue.finish(live.lease, state: .succeeded, outcome: .revoked))
+
+                // Rescued requests keep their place in line, before the backlog enqueued after their claim.
+                let next = try await queue.claim(batch: 2, lease: .seconds(600), owner: "w-live")
+                #expect(Set(next.map(\.request.id)) == Set(dead.map(\.request.id)))
             }
         }
     }

@@ -17,10 +17,11 @@ public struct RescueResult: Sendable, Equatable {
 }
 
 extension RevocationQueue {
-    /// Returns the running requests of workers that are gone to `pending` (run now), audited
-    /// `rescued`: those whose lease expired, and those of registered workers whose liveness lock
-    /// has been free for `confirmation` (`RevocationQueue+Liveness.swift`). The attempt stays
-    /// counted, so a request that keeps crashing workers exhausts.
+    /// Returns the running requests of workers that are gone to `pending` (due at once, in their
+    /// place in line), audited `rescued`: those whose lease expired, and those of registered
+    /// workers whose liveness lock has been free for `confirmation`
+    /// (`RevocationQueue+Liveness.swift`). The attempt stays counted, so a request that keeps
+    /// crashing workers exhausts.
     public func rescue(confirmation: Duration = RevocationQueue.livenessConfirmation) async throws -> RescueResult {
         let expired = try AuditWriter.json([AuditEvent(.rescued, detail: "lease expired")])
         let gone = try AuditWriter.json([AuditEvent(.rescued, detail: "its worker is gone (liveness lock free)")])
@@ -46,8 +47,10 @@ extension RevocationQueue {
                         WHERE r.state = 'running' AND (r.lease_expires_at < now() OR r.lease_owner IN (SELECT owner FROM dead))
                         FOR UPDATE SKIP LOCKED
                     ), rescued AS (
+                        -- run_after stays as it was when the request was claimed (due then), so a rescued
+                        -- request keeps its place in line instead of waiting behind the whole backlog.
                         UPDATE revoker.revocation_requests r
-                        SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, run_after = now(), updated_at = now()
+                        SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
                         FROM stale WHERE r.id = stale.id
                         RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, 'worker'::text AS actor,
                                   CASE WHEN stale.expired THEN \(expired)::jsonb ELSE \(gone)::jsonb END AS events
@@ -60,18 +63,22 @@ extension RevocationQueue {
                             SELECT 1 FROM revoker.revocation_requests r
                             WHERE r.state = 'running' AND r.lease_owner = w.owner AND r.id NOT IN (SELECT id FROM stale)
                         )
+                    ), woken AS (
+                        -- Idle workers claim what came back at once, not at their next poll.
+                        SELECT pg_notify('revoker_requests', '') FROM (SELECT 1 FROM rescued LIMIT 1) any_rescued
                     )
                     SELECT (SELECT count(*) FROM rescued)::int AS rescued,
                            (SELECT count(*) FROM revoker.revocation_requests r JOIN revoker.workers w ON w.owner = r.lease_owner
                             WHERE r.state = 'running' AND w.lock_lost_at IS NOT NULL
-                              AND w.owner NOT IN (SELECT owner FROM dead))::int AS awaiting
+                              AND w.owner NOT IN (SELECT owner FROM dead))::int AS awaiting,
+                           (SELECT count(*) FROM woken)::int AS woken
                     """,
                     logger: self.logger
                 ).collect()
             }
         }
         guard let row = rows.first else { throw RevokerStoreError(.unexpectedData, "the rescue returned no row") }
-        let (rescued, awaiting) = try row.decode((Int, Int).self)
+        let (rescued, awaiting, _) = try row.decode((Int, Int, Int).self)
         if rescued > 0 {
             self.logger.notice("Rescued requests of workers that are gone", metadata: ["revoker.count": "\(rescued)"])
         }
