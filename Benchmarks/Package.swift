@@ -27,53 +27,32 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
     ],
     targets: [
-        .executableTarget(
-            name: "ClientSecretBenchmarks",
-            dependencies: [
-                .product(name: "AppleSignIn", package: "revoker"),
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            path: "Benchmarks/ClientSecretBenchmarks",
-            swiftSettings: swiftSettings,
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
-        .executableTarget(
-            name: "IdentityTokenBenchmarks",
-            dependencies: [
+        benchmark("ClientSecretBenchmarks", [.product(name: "AppleSignIn", package: "revoker"), .product(name: "Crypto", package: "swift-crypto")]),
+        benchmark(
+            "IdentityTokenBenchmarks",
+            [
                 .product(name: "AppleSignIn", package: "revoker"),
                 .product(name: "RevokerProvider", package: "revoker"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            path: "Benchmarks/IdentityTokenBenchmarks",
-            swiftSettings: swiftSettings,
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+            ]
         ),
-        .executableTarget(
-            name: "FormEncodingBenchmarks",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "RevokerProvider", package: "revoker"),
-            ],
-            path: "Benchmarks/FormEncodingBenchmarks",
-            swiftSettings: swiftSettings,
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
-        .executableTarget(
-            name: "CredentialSealingBenchmarks",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "RevokerStore", package: "revoker"),
-            ],
-            path: "Benchmarks/CredentialSealingBenchmarks",
-            swiftSettings: swiftSettings,
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
+        benchmark("FormEncodingBenchmarks", [.product(name: "RevokerProvider", package: "revoker")]),
+        benchmark("CredentialSealingBenchmarks", [.product(name: "RevokerStore", package: "revoker")]),
     ]
 )
+
+/// One suite: an executable under Benchmarks/<name> that the benchmark plugin runs.
+func benchmark(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: dependencies + [.product(name: "Benchmark", package: "benchmark")],
+        path: "Benchmarks/\(name)",
+        swiftSettings: swiftSettings,
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+}
