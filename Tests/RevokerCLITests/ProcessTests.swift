@@ -1,6 +1,7 @@
 import AppleSignIn
 import AppleSignInSandbox
 import Foundation
+import PostgresNIO
 import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore
@@ -139,6 +140,34 @@ struct ProcessTests {
             #expect(audit.contains { $0.event == "released" }, "unfinished requests were handed back, audited")
             let requests = try await harness.requests()
             #expect(requests.filter { $0.state == .pending }.allSatisfy { $0.attempts == 0 }, "a handed-back request keeps its attempts")
+        }
+    }
+
+    @Test func requestsHandedBackAtShutdownAreTakenAtOnceByAnIdleWorker() async throws {
+        var worker = Self.fastWorker
+        worker["shutdown_grace_seconds"] = 0
+        // Another worker would find them at its next poll, 30 s away: only the wake-up brings them sooner.
+        worker["poll_interval_seconds"] = 30
+        try await RevokerTestStack.with(worker: worker) { harness in
+            _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "h", count: 4)
+            try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 700))
+            let leaving = try RevokerProcess(["work"], environment: harness.environment)
+            while try await harness.count(state: .running) < 4 { try await Task.sleep(for: .milliseconds(10)) }
+            let staying = try RevokerProcess(["work"], environment: harness.environment)
+            // Registered and listening, idle: nothing is pending.
+            while try await harness.database.client.query("SELECT count(*)::int FROM revoker.workers").collect().first?.decode(Int.self) ?? 0 < 2 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            leaving.signal(SIGINT)
+            _ = try await leaving.wait(timeout: .seconds(30))
+            let stopped = ContinuousClock.now
+            while try await harness.requests().contains(where: { $0.outcome != .revoked }), ContinuousClock.now < stopped + .seconds(20) {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(try await harness.requests().allSatisfy { $0.outcome == .revoked })
+            #expect(ContinuousClock.now - stopped < .seconds(10), "taken on the wake-up, not at the next poll 30 s away")
+            staying.signal(SIGTERM)
+            _ = try await staying.wait(timeout: .seconds(30))
         }
     }
 

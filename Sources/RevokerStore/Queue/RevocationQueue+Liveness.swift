@@ -107,6 +107,14 @@ extension RevocationQueue {
         return rates
     }
 
+    /// Wakes every listening worker (`revoker_requests`), as an enqueue does: for requests a
+    /// worker handed back that others may take at once.
+    public func wakeWorkers() async throws {
+        try await StoreDatabase.run(self.logger) {
+            _ = try await self.client.query("SELECT pg_notify('revoker_requests', '')", logger: self.logger).collect()
+        }
+    }
+
     /// Removes `owner` from the registered workers (at a clean stop, after its session ended).
     public func unregisterWorker(owner: String) async throws {
         try await StoreDatabase.run(self.logger) {

@@ -91,6 +91,10 @@ public struct RevocationWorker: Service {
             }
             // The session's connection is closed (its lock released); a clean stop also leaves the register.
             let (queue, owner) = (queue, owner)
+            if state.report.released > 0 {
+                // What it handed back is due now: other workers need not wait for their next poll.
+                _ = try? await withDeadline(settings.databaseTimeout) { try await queue.wakeWorkers() }
+            }
             _ = try? await withDeadline(settings.databaseTimeout) { try await queue.unregisterWorker(owner: owner) }
         } onGracefulShutdown: {
             self.state.beginShutdown(grace: self.settings.shutdownGrace)
