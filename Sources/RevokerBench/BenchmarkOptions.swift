@@ -62,7 +62,12 @@ public struct BenchmarkOptions: Sendable {
         options.batchSize = 8
         options.enqueueConcurrency = 4
         options.pickupSamples = 5
-        options.recoveryRequests = 120
+        // Half a second per call and 8 in flight per worker, so that the killed worker surely
+        // holds requests when it dies (with 256 in flight at 200 ms, a loaded CI run once found
+        // the whole backlog finished together and the victim holding none).
+        options.recoveryRequests = 60
+        options.recoveryLatencyMilliseconds = 500
+        options.concurrencyByLatency[500] = 8
         options.measureReferences = false
         options.drainTimeoutSeconds = 120
         return options
