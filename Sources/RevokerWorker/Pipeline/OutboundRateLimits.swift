@@ -54,9 +54,6 @@ public final class OutboundRateLimits: Sendable {
         state.withLock { state in (state.apps.compactMapValues(\.rate), state.global.rate) }
     }
 
-    /// The live worker processes sharing the limits (at least this one).
-    public var workers: Int { state.withLock { $0.workers } }
-
     /// Shares the limits among `count` live worker processes.
     public func share(among count: Int) {
         state.withLock { $0.workers = max(1, count) }
