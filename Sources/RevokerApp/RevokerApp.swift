@@ -111,11 +111,19 @@ public struct RevokerApp: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database, serviceName: "database")]
         // Right after the database: at shutdown it stops after every writer, so its last
         // checkpoint covers their rows.
-        if !parts.isEmpty, let key = configuration.audit.signingKey {
+        // One signer per process: what it signed is what the next checkpoint must extend.
+        let signer: AuditSigner?
+        do {
+            signer = parts.isEmpty ? nil : try configuration.audit.signer()
+        } catch {
+            throw RevokerAppError(.configuration, "The audit witness cannot be read: \(error)")
+        }
+        if let signer {
             let checkpoints = AuditCheckpointService(
                 checkpoints: AuditCheckpoints(client: database, logger: logger),
-                key: key,
+                signer: signer,
                 interval: configuration.audit.checkpointInterval,
+                metrics: parts.contains(.api) ? PrometheusMetricsFactory(registry: metrics) : MetricsSystem.factory,
                 logger: logger
             )
             services.append(.init(service: AfterStartup(check: startup, service: checkpoints), serviceName: "audit-checkpoints"))
@@ -210,7 +218,7 @@ public struct RevokerApp: Sendable {
                     ? nil : riscKeys.map { GoogleSecurityEventVerifier(keys: $0, apps: configuration.googleApps.values) },
                 webhookApps: Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) }),
                 auditKeys: configuration.audit.verificationKeys,
-                auditSigningKey: configuration.audit.signingKey,
+                auditSigner: signer,
                 logger: logger
             )
             self.api = api

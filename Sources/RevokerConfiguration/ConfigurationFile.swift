@@ -126,11 +126,13 @@ struct ConfigurationFile: Decodable {
         var signingKeyFile: String?
         var publicKeyFiles: [String]?
         var checkpointIntervalSeconds: Double?
+        var witnessPath: String?
 
         enum CodingKeys: String, CodingKey, CaseIterable {
             case signingKeyFile = "signing_key_file"
             case publicKeyFiles = "public_key_files"
             case checkpointIntervalSeconds = "checkpoint_interval_seconds"
+            case witnessPath = "witness_path"
         }
     }
 

@@ -116,6 +116,7 @@ extension RevokerConfiguration {
         public static let httpHost = "REVOKER_HTTP_HOST"
         public static let httpPort = "REVOKER_HTTP_PORT"
         public static let auditSigningKeyFile = "REVOKER_AUDIT_SIGNING_KEY_FILE"
+        public static let auditWitnessPath = "REVOKER_AUDIT_WITNESS_PATH"
         public static let googleClientID = "GOOGLE_CLIENT_ID"
         public static let googleClientSecretFile = "GOOGLE_CLIENT_SECRET_FILE"
         public static let googleAudiences = "GOOGLE_AUDIENCES"
@@ -309,6 +310,20 @@ extension RevokerConfiguration {
             source: place
         ) {
             settings.checkpointInterval = interval
+        }
+        if let path = environment[Variable.auditWitnessPath].flatMap({ $0.isEmpty ? nil : $0 }) ?? entry?.witnessPath {
+            // It must be somewhere the service can write: a directory that exists, or a file in one.
+            var isDirectory: ObjCBool = false
+            let parent = (path as NSString).deletingLastPathComponent
+            let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            let writable = FileManager.default.isWritableFile(atPath: exists ? path : (parent.isEmpty ? "." : parent))
+            guard writable else {
+                throw ConfigurationError(
+                    "The audit witness '\(path)' (\(Variable.auditWitnessPath) or \"audit.witness_path\") cannot be written: "
+                        + "name a file in a directory the service may write to, or such a directory."
+                )
+            }
+            settings.witnessPath = path
         }
         return settings
     }

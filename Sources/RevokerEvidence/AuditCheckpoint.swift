@@ -1,9 +1,14 @@
 import Crypto
 import Foundation
 
-/// A signed statement that the audit rows of transactions in [txidFrom, txidTo) are exactly
-/// `rowCount` rows with the Merkle root `merkleRoot` (over their hashes, in id order), and
-/// that it follows the checkpoint whose hash is `previousHash`.
+/// A signed statement that the audit rows of the transactions it covers are exactly `rowCount`
+/// rows with the Merkle root `merkleRoot` (over their hashes, in id order), and that it follows
+/// the checkpoint whose hash is `previousHash`.
+///
+/// It covers the transactions in [txidFrom, txidTo) that had ended when it was taken, and the
+/// `lateTxids` (open at the previous checkpoint, ended since); the `openTxids` (below txidTo,
+/// still running) are left to a later one. So a transaction held open never holds back what
+/// the others wrote.
 public struct AuditCheckpoint: Sendable, Hashable, Codable {
     public var seq: Int64
     /// Microseconds since 1970, as signed.
@@ -13,6 +18,11 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
     public var rowCount: Int64
     public var merkleRoot: [UInt8]
     public var previousHash: [UInt8]
+    /// Transactions below `txidTo` still running when it was taken, ascending: not covered.
+    public var openTxids: [UInt64]
+    /// Transactions below `txidFrom` that the previous checkpoint left open and that have ended
+    /// since, ascending: covered by this one.
+    public var lateTxids: [UInt64]
     public var keyID: String
     public var signature: [UInt8]
 
@@ -24,6 +34,8 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
         rowCount: Int64,
         merkleRoot: [UInt8],
         previousHash: [UInt8],
+        openTxids: [UInt64] = [],
+        lateTxids: [UInt64] = [],
         keyID: String = "",
         signature: [UInt8] = []
     ) {
@@ -34,6 +46,8 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
         self.rowCount = rowCount
         self.merkleRoot = merkleRoot
         self.previousHash = previousHash
+        self.openTxids = openTxids
+        self.lateTxids = lateTxids
         self.keyID = keyID
         self.signature = signature
     }
@@ -41,9 +55,16 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
     /// What the first checkpoint follows.
     public static let genesis = [UInt8](repeating: 0, count: 32)
 
-    /// The bytes signed and hashed.
+    /// Whether the rows of transaction `txid` are in this checkpoint's slice.
+    public func covers(_ txid: UInt64) -> Bool {
+        ((txidFrom..<txidTo).contains(txid) || lateTxids.contains(txid)) && !openTxids.contains(txid)
+    }
+
+    /// The bytes signed and hashed. A checkpoint that left nothing open and took nothing late
+    /// is written as before those lists existed (v1), so earlier checkpoints keep verifying.
     public var message: [UInt8] {
-        var encoder = CanonicalEncoder(domain: "revoker.audit.checkpoint.v1")
+        let lists = !openTxids.isEmpty || !lateTxids.isEmpty
+        var encoder = CanonicalEncoder(domain: lists ? "revoker.audit.checkpoint.v2" : "revoker.audit.checkpoint.v1")
         encoder.append(String(seq))
         encoder.append(String(createdAtMicros))
         encoder.append(String(txidFrom))
@@ -51,6 +72,10 @@ public struct AuditCheckpoint: Sendable, Hashable, Codable {
         encoder.append(String(rowCount))
         encoder.append(merkleRoot.hex)
         encoder.append(previousHash.hex)
+        if lists {
+            encoder.append(openTxids.map(String.init).joined(separator: ","))
+            encoder.append(lateTxids.map(String.init).joined(separator: ","))
+        }
         encoder.append(keyID)
         return encoder.bytes
     }

@@ -97,58 +97,7 @@ public struct AuditReceipt: Codable, Sendable, Hashable {
     }
 
     /// A signed checkpoint as the receipt carries it.
-    public struct Checkpoint: Codable, Sendable, Hashable {
-        public var seq: Int64
-        public var createdAtMicros: Int64
-        public var txidFrom: UInt64
-        public var txidTo: UInt64
-        public var rowCount: Int64
-        public var merkleRoot: String
-        public var previousHash: String
-        public var keyID: String
-        public var signature: String
-
-        enum CodingKeys: String, CodingKey {
-            case seq
-            case createdAtMicros = "created_at_us"
-            case txidFrom = "txid_from"
-            case txidTo = "txid_to"
-            case rowCount = "row_count"
-            case merkleRoot = "merkle_root"
-            case previousHash = "previous_hash"
-            case keyID = "key_id"
-            case signature
-        }
-
-        public init(_ checkpoint: AuditCheckpoint) {
-            seq = checkpoint.seq
-            createdAtMicros = checkpoint.createdAtMicros
-            txidFrom = checkpoint.txidFrom
-            txidTo = checkpoint.txidTo
-            rowCount = checkpoint.rowCount
-            merkleRoot = checkpoint.merkleRoot.hex
-            previousHash = checkpoint.previousHash.hex
-            keyID = checkpoint.keyID
-            signature = Data(checkpoint.signature).base64EncodedString()
-        }
-
-        var checkpoint: AuditCheckpoint? {
-            guard let root = [UInt8](hex: merkleRoot), let previous = [UInt8](hex: previousHash),
-                let signature = Data(base64Encoded: signature)
-            else { return nil }
-            return AuditCheckpoint(
-                seq: seq,
-                createdAtMicros: createdAtMicros,
-                txidFrom: txidFrom,
-                txidTo: txidTo,
-                rowCount: rowCount,
-                merkleRoot: root,
-                previousHash: previous,
-                keyID: keyID,
-                signature: Array(signature)
-            )
-        }
-    }
+    public typealias Checkpoint = AuditCheckpointRecord
 }
 
 extension AuditReceipt {
@@ -261,8 +210,10 @@ extension AuditReceipt {
 
     /// Checks a receipt file against `keys`: its bytes are canonical and signed, every event
     /// follows the one before from the chain's start and gives its own hash, every hash is in
-    /// its checkpoint's tree, every checkpoint is signed, and the summary is the events'.
-    public static func verify(_ bytes: Data, keys: [AuditPublicKey]) -> Verification {
+    /// its checkpoint's tree, every checkpoint is signed, and the summary is the events'. Each
+    /// of its checkpoints that `witnessed` (checkpoints kept outside the database) also holds
+    /// must be identical to the witness's.
+    public static func verify(_ bytes: Data, keys: [AuditPublicKey], witnessed: [AuditCheckpoint] = []) -> Verification {
         let receipt: AuditReceipt
         do {
             receipt = try JSONDecoder().decode(AuditReceipt.self, from: bytes)
@@ -308,7 +259,7 @@ extension AuditReceipt {
                 problems.append("\(label) names checkpoint \(event.checkpoint), which the receipt does not carry")
                 continue
             }
-            if !(checkpoint.txidFrom..<checkpoint.txidTo).contains(row.txid) {
+            if !checkpoint.covers(row.txid) {
                 problems.append("\(label) lies outside checkpoint \(checkpoint.seq)")
             }
             let path = event.path.compactMap { [UInt8](hex: $0) }
@@ -319,6 +270,7 @@ extension AuditReceipt {
             }
         }
         if receipt.events.isEmpty { problems.append("the receipt holds no events") }
+        problems += AuditWitness.problems(Array(checkpoints.values), witnessed: witnessed, keys: keys, complete: false)
         if summarize(receipt.events.map(\.row), requestID: receipt.summary.requestID) != receipt.summary {
             problems.append("the summary is not what the events say")
         }

@@ -41,6 +41,11 @@ public struct APIProblem: Error, HTTPResponseError, Sendable, CustomStringConver
     static func invalid(_ detail: String, field: String) -> Self { Self(.unprocessableContent, detail, field: field) }
     static func notFound(_ detail: String) -> Self { Self(.notFound, detail) }
     static func conflict(_ detail: String) -> Self { Self(.conflict, detail) }
+    static func tooManyRequests(_ detail: String, retryAfter: Duration) -> Self {
+        var problem = Self(.tooManyRequests, detail)
+        problem.headers[.retryAfter] = "\(retryAfter.components.seconds)"
+        return problem
+    }
 }
 
 /// Turns every error a handler throws into a problem response: what the caller did wrong
@@ -58,7 +63,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as RevokerStoreError {
             switch error.code {
             case .invalidArgument: throw APIProblem(.unprocessableContent, error.message)
-            case .conflict: throw APIProblem.conflict(error.message)
+            case .conflict, .historyRewritten: throw APIProblem.conflict(error.message)
             case .notFound: throw APIProblem.notFound(error.message)
             case .database: throw Self.unavailable(context)
             default:

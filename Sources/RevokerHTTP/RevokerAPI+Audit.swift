@@ -65,13 +65,13 @@ extension RevokerAPI {
 
     /// The signed receipt of request `id`, when the caller's key reaches its app.
     func issueReceipt(_ id: UUID, for caller: APICaller) async throws -> AuditReceipt {
-        guard let key = auditSigningKey else {
+        guard let signer = auditSigner else {
             throw APIProblem(.notImplemented, "Receipts need the audit signing key: set audit.signing_key_file.")
         }
         let receipts = AuditReceipts(client: database, logger: logger)
         // Longer than one statement: it may wait for a checkpoint to cover the latest rows.
         let issued = try await withDeadline(settings.databaseTimeout + .seconds(15)) {
-            try await receipts.issue(requestID: id, key: key, wait: .seconds(10))
+            try await receipts.issue(requestID: id, signer: signer, wait: .seconds(10))
         }
         guard let receipt = issued else {
             throw APIProblem.notFound("The audit trail has no revocation with this id.")
@@ -114,7 +114,16 @@ extension RevokerAPI {
         let verifier = AuditVerifier(client: database, logger: logger)
         let keys = auditKeys
         // Reading every row takes longer than one statement's deadline.
-        let result = try await withDeadline(.seconds(600)) { try await verifier.verify(since: since, clientID: clientID, keys: keys) }
+        let question = "\(since.map { "\($0.timeIntervalSince1970)" } ?? "-") \(clientID ?? "-")"
+        let answer = try await auditVerifications.verify(question) {
+            try await withDeadline(.seconds(600)) { try await verifier.verify(since: since, clientID: clientID, keys: keys) }
+        }
+        guard let result = answer else {
+            throw APIProblem.tooManyRequests(
+                "A verification of the audit trail is already running; ask again when it has finished.",
+                retryAfter: .seconds(10)
+            )
+        }
         return Response(
             status: .ok,
             headers: [.contentType: "application/json"],

@@ -19,7 +19,8 @@ public struct RevokerAPI: Sendable {
     let queue: RevocationQueue
     let audit: AuditLog
     let auditKeys: [AuditPublicKey]
-    let auditSigningKey: AuditSigningKey?
+    let auditSigner: AuditSigner?
+    let auditVerifications = AuditVerificationGate()
     let inbox: NotificationInbox
     let feed: EventFeed
     let deliveries: WebhookDeliveries
@@ -48,7 +49,7 @@ public struct RevokerAPI: Sendable {
     ///     Protection); without it they are not received.
     ///   - webhookApps: each webhook endpoint's apps, by endpoint name.
     ///   - auditKeys: the public keys that verify the audit trail's checkpoints.
-    ///   - auditSigningKey: signs receipts (and the checkpoints they need); without it there are none.
+    ///   - auditSigner: signs receipts (and the checkpoints they need); without it there are none.
     public init(
         database: PostgresClient,
         queue: RevocationQueue,
@@ -61,12 +62,12 @@ public struct RevokerAPI: Sendable {
         googleSecurityEvents: GoogleSecurityEventVerifier? = nil,
         webhookApps: [String: Set<String>] = [:],
         auditKeys: [AuditPublicKey] = [],
-        auditSigningKey: AuditSigningKey? = nil,
+        auditSigner: AuditSigner? = nil,
         logger: Logger
     ) {
         self.webhookApps = webhookApps
         self.auditKeys = auditKeys
-        self.auditSigningKey = auditSigningKey
+        self.auditSigner = auditSigner
         self.database = database
         self.queue = queue
         self.audit = AuditLog(client: database, logger: logger)
@@ -388,7 +389,10 @@ public struct RevokerAPI: Sendable {
         } catch {
             status = "database unreachable"
         }
-        return try Self.json(["status": status], status: status == "ready" ? .ok : .serviceUnavailable)
+        var body = ["status": status]
+        // Still ready to take requests, but the trail's evidence has stopped: say why.
+        if let refusal = auditSigner?.refusal { body["audit"] = "checkpoints refused: \(refusal)" }
+        return try Self.json(body, status: status == "ready" ? .ok : .serviceUnavailable)
     }
 
     func exportMetrics() async throws -> Response {

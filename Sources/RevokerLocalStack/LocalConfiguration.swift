@@ -96,7 +96,14 @@ public struct LocalConfiguration: Sendable {
         if !googleApps.isEmpty { document["google"] = ["apps": googleApps.map(\.configurationEntry)] }
         if !worker.isEmpty { document["worker"] = worker }
         if !http.isEmpty { document["http"] = http }
-        for (key, value) in settings { document[key] = value }
+        for (key, value) in settings {
+            // `audit` settings join the signing key rather than replace it.
+            if key == "audit", let audit = value as? [String: any Sendable] {
+                document[key] = audit.merging(["signing_key_file": auditSigningKeyFile]) { given, _ in given }
+            } else {
+                document[key] = value
+            }
+        }
         try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: configFile))
     }
 

@@ -21,6 +21,7 @@ public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStri
             case database
             case unexpectedData
             case livenessUnavailable
+            case historyRewritten
         }
 
         private let base: Base
@@ -55,6 +56,8 @@ public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStri
         public static let unexpectedData = Self(.unexpectedData)
         /// The database refused a worker's liveness lock or registration (a role without migration 0011's grants).
         public static let livenessUnavailable = Self(.livenessUnavailable)
+        /// The audit trail no longer extends the checkpoints signed before: a signer refuses to sign it.
+        public static let historyRewritten = Self(.historyRewritten)
 
         public var description: String { self.base.rawValue }
     }

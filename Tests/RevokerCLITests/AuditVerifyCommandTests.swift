@@ -253,4 +253,78 @@ struct AuditVerifyCommandTests {
             #expect(neither.status != 0)
         }
     }
+
+    /// The README's daily routine: verify against the checkpoints kept the day before, keep the
+    /// newest. It finds the newest checkpoints removed with their rows, and a receipt issued over
+    /// a rewritten history signed again, both of which verify without a witness.
+    @Test func theAuditorsDailyRoutineFindsWhatOnlyAWitnessCanFind() async throws {
+        try await Self.withTrail { stack, environment in
+            let directory = stack.files.directory
+            let publicKey = try await RevokerProcess.run(["audit", "public-key"], environment: environment)
+            let keyFile = directory.appendingPathComponent("audit-public-key.pem").path
+            try Data(publicKey.stdout.utf8).write(to: URL(fileURLWithPath: keyFile))
+            let kept = directory.appendingPathComponent("kept").path
+            try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
+            let auditor = ["DATABASE_URL": stack.database.url]
+            let routine = ["--public-key", keyFile, "--witness", kept, "--keep-witness", kept]
+
+            let (day1, report1) = try await Self.verify(auditor, routine)
+            #expect(day1.status == 0 && report1?.intact == true, "\(day1.stdout) \(day1.stderr)")
+            let first = try #require(try AuditWitness.read(kept).last)
+            let issued = try await RevokerProcess.run(["audit", "receipt", "--reference", "user-1"], environment: environment)
+            let receiptFile = directory.appendingPathComponent("receipt.json").path
+            try Data(issued.stdout.utf8).write(to: URL(fileURLWithPath: receiptFile))
+            let offline = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+            let receiptCheck = ["audit", "verify-receipt", receiptFile, "--public-key", keyFile]
+            #expect(try await RevokerProcess.run(receiptCheck + ["--witness", kept], environment: offline).status == 0)
+
+            _ = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "late-", count: 1)
+            #expect(try await RevokerProcess.run(["audit", "checkpoint"], environment: environment).status == 0)
+            let (day2, _) = try await Self.verify(auditor, routine)
+            #expect(day2.status == 0, "\(day2.stdout)")
+            let second = try #require(try AuditWitness.read(kept).last)
+            #expect(second.seq > first.seq)
+
+            // The newest checkpoint removed with every row after the one before it.
+            let before = try #require(try await AuditCheckpoints(client: stack.database.client, logger: stack.logger).all().dropLast().last)
+            try await Self.tamper(
+                stack,
+                [
+                    "SET LOCAL session_replication_role = replica",
+                    "DELETE FROM revoker.audit_events WHERE txid >= '\(before.txidTo)'::xid8",
+                    "DELETE FROM revoker.audit_checkpoints WHERE seq > \(before.seq)",
+                    "DELETE FROM revoker.audit_chains c WHERE NOT EXISTS (SELECT 1 FROM revoker.audit_events e WHERE e.chain_key = c.chain_key)",
+                ]
+            )
+            let (blind, _) = try await Self.verify(auditor, ["--public-key", keyFile])
+            #expect(blind.status == 0, "without a witness the shorter trail verifies: \(blind.stdout)")
+            let (day3, report3) = try await Self.verify(auditor, routine)
+            #expect(day3.status == 1)
+            #expect(report3?.problems.contains { $0.kind == "witness_mismatch" } == true, "\(day3.stdout)")
+
+            // Every checkpoint removed, a request's rows rewritten, the trail signed again by a
+            // signer that keeps no witness: the new receipt verifies, but not against the witness.
+            let chain = try await Self.one(
+                "SELECT request_id::text FROM revoker.audit_events WHERE external_reference = 'user-1' LIMIT 1",
+                stack,
+                as: String.self
+            )
+            try await Self.tamper(
+                stack,
+                [
+                    "SET LOCAL session_replication_role = replica",
+                    "DELETE FROM revoker.audit_checkpoints",
+                    "UPDATE revoker.audit_events SET detail = 'outcome=already_invalid' WHERE chain_key = '\(chain)' AND event = 'succeeded'",
+                    AuditTampering.rehashChain(chain),
+                ]
+            )
+            let reissued = try await RevokerProcess.run(["audit", "receipt", "--reference", "user-1"], environment: environment)
+            #expect(reissued.status == 0, "\(reissued.stderr)")
+            try Data(reissued.stdout.utf8).write(to: URL(fileURLWithPath: receiptFile))
+            #expect(try await RevokerProcess.run(receiptCheck, environment: offline).status == 0)
+            let witnessed = try await RevokerProcess.run(receiptCheck + ["--witness", kept], environment: offline)
+            #expect(witnessed.status == 1)
+            #expect(witnessed.stdout.contains("not the one the witness holds"), "\(witnessed.stdout)")
+        }
+    }
 }

@@ -18,6 +18,30 @@ struct StatusAuditCommandTests {
         return try #require((object["id"] as? String).flatMap(UUID.init(uuidString:)))
     }
 
+    /// An idle transaction no longer stalls checkpoints, but the operator is told who holds it.
+    @Test func statusNamesTheTransactionsHeldOpen() async throws {
+        try await CLIFixture.with { fixture in
+            try await fixture.database.client.withConnection { connection in
+                _ = try await connection.query("BEGIN", logger: CLIFixture.logger).collect()
+                defer { _ = connection.query("ROLLBACK", logger: CLIFixture.logger) }
+                let xid = try #require(
+                    try await connection.query("SELECT pg_current_xact_id()::text", logger: CLIFixture.logger).collect().first?.decode(String.self)
+                )
+                let result = try await fixture.run(["status", "--json"])
+                #expect(result.status == 0, "\(result.stderr)")
+                let object = try #require(try parseJSON(result.stdout) as? [String: Any])
+                let audit = try #require(object["audit"] as? [String: Any])
+                let open = try #require(audit["open_transactions"] as? [[String: Any]])
+                let held = try #require(open.first { ($0["txid"] as? Int).map(String.init) == xid }, "\(result.stdout)")
+                #expect(held["state"] as? String == "idle in transaction")
+                #expect(held["pid"] is Int && held["age_seconds"] is Double)
+                let table = try await fixture.run(["status"])
+                #expect(table.stdout.contains("Transactions held open"))
+                #expect(table.stdout.contains("transaction \(xid):"), "\(table.stdout)")
+            }
+        }
+    }
+
     @Test("status counts match the database")
     func statusCounts() async throws {
         try await CLIFixture.with(clientIDs: ["com.example.app", "com.example.other"]) { fixture in

@@ -98,11 +98,20 @@ struct AuditChainTests {
         _ verifier: AuditVerifier,
         _ key: AuditSigningKey
     ) async throws -> AuditCheckpoint? {
+        try await checkpointEverything(checkpoints, verifier, AuditSigner(key: key, trustedKeys: []))
+    }
+
+    /// The same with a signer that remembers what it signed.
+    static func checkpointEverything(
+        _ checkpoints: AuditCheckpoints,
+        _ verifier: AuditVerifier,
+        _ signer: AuditSigner
+    ) async throws -> AuditCheckpoint? {
         var last: AuditCheckpoint?
         let deadline = ContinuousClock.now + .seconds(120)
         while ContinuousClock.now < deadline {
-            if let taken = try await checkpoints.take(signingWith: key) { last = taken }
-            if try await verifier.verify(keys: [key.publicKey]).rowsNotYetCheckpointed == 0 { return last }
+            if let taken = try await checkpoints.take(signer: signer) { last = taken }
+            if try await verifier.verify(keys: [signer.key.publicKey]).rowsNotYetCheckpointed == 0 { return last }
             try await Task.sleep(for: .milliseconds(200))
         }
         Issue.record("rows stayed outside every checkpoint for 120 s")

@@ -226,7 +226,7 @@ extension RevokerAPI {
             requestedAt: UIFormat.time(enqueued?.occurredAt),
             requestedBy: enqueued?.actor ?? "—",
             finishedAt: UIFormat.time(final?.occurredAt),
-            receipts: auditSigningKey != nil,
+            receipts: auditSigner != nil,
             events: shown.map { record in
                 UIRequestView.Event(
                     at: UIFormat.time(record.occurredAt),

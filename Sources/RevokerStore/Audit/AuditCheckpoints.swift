@@ -3,9 +3,9 @@ import Logging
 import PostgresNIO
 import RevokerEvidence
 
-/// Writes the signed checkpoints of the audit trail (migration 0006): each covers the rows of
-/// every transaction that ended since the previous one, and moves the heads of the chains it
-/// covers to their last covered row (migration 0007).
+/// Writes the signed checkpoints of the audit trail (migrations 0006, 0013): each covers the rows
+/// of every transaction that ended since the previous one, lists those still open, and moves the
+/// heads of the chains it covers to their last covered row (migration 0007).
 public struct AuditCheckpoints: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -19,70 +19,58 @@ public struct AuditCheckpoints: Sendable {
     static let lockKey: Int64 = 0x7265_766f_6b65_7201
 
     /// Takes a checkpoint over the rows of transactions that ended since the last one, signs
-    /// it with `key` and stores it. Returns nil when there is nothing new, or when another
-    /// process is taking one right now.
+    /// it with `signer`'s key and stores it. Returns nil when there is nothing new, or when
+    /// another process is taking one right now.
+    ///
+    /// Throws ``RevokerStoreError/Code/historyRewritten`` when the stored checkpoints no longer
+    /// extend the last one `signer` knows: it never signs over a rewritten history.
     @discardableResult
-    public func take(signingWith key: AuditSigningKey) async throws -> AuditCheckpoint? {
-        try await StoreDatabase.run(logger) {
+    public func take(signer: AuditSigner) async throws -> AuditCheckpoint? {
+        let checkpoint: AuditCheckpoint? = try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: self.logger) { connection in
                 let locked =
                     try await connection.query("SELECT pg_try_advisory_xact_lock(\(Self.lockKey))", logger: self.logger)
                     .collect().first?.decode(Bool.self) ?? false
                 guard locked else { return nil }
-                let last = try await connection.query(
-                    "SELECT seq, txid_to::text, hash FROM revoker.audit_checkpoints ORDER BY seq DESC LIMIT 1",
-                    logger: self.logger
-                ).collect().first?.decode((Int64, String, Data).self)
-                let from = try last.map { try Self.txid($0.1) } ?? 0
-                // The horizon: no transaction below it can still commit a row. It is the snapshot's
-                // oldest running transaction, except those that run in another database (they
-                // cannot write here), so that a long transaction elsewhere on the server does not
-                // hold checkpoints back. A transaction whose database is unknown counts as ours.
-                let horizon = try await connection.query(
-                    """
-                    WITH snapshot AS (SELECT pg_current_snapshot() AS s, clock_timestamp() AS taken_at),
-                    elsewhere AS (
-                        SELECT backend_xid FROM pg_stat_activity
-                        WHERE backend_xid IS NOT NULL AND datname IS NOT NULL AND datname <> current_database()
-                    )
-                    SELECT least(pg_snapshot_xmax(s), (
-                               SELECT min(x) FROM pg_snapshot_xip(s) AS x
-                               WHERE xid(x) NOT IN (SELECT backend_xid FROM elsewhere)))::text,
-                           \(unescaped: SQLTime.micros("taken_at"))
-                    FROM snapshot
-                    """,
-                    logger: self.logger
-                ).collect().first?.decode((String, Int64).self)
-                guard let horizon else { return nil }
-                let to = try Self.txid(horizon.0)
-                guard to > from else { return nil }
-                var tree = MerkleTree.Builder()
-                let rows = try await connection.query(
-                    """
-                    SELECT hash FROM revoker.audit_events
-                    WHERE txid >= \(String(from))::xid8 AND txid < \(String(to))::xid8 ORDER BY id
-                    """,
+                let known = signer.lastKnown
+                let stored = try await Self.read(
+                    "WHERE seq >= \(known?.seq ?? Int64.max) ORDER BY seq",
+                    on: connection,
                     logger: self.logger
                 )
-                for try await hash in rows.decode(Data.self) { tree.append(Array(hash)) }
+                let newest = try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: self.logger).first
+                let last = try signer.history(stored, newest: newest)
+                let from = last?.txidTo ?? 0
+                let horizon = try await Self.horizon(on: connection, logger: self.logger)
+                let to = horizon.xmax
+                let open = horizon.open
+                // Left open by the last checkpoint and ended since: this one takes their rows.
+                let late = (last?.openTxids ?? []).filter { !open.contains($0) }
+                guard to > from || !late.isEmpty else { return nil }
+                var tree = MerkleTree.Builder()
+                let slice = try await Self.sliceRows(from: from, to: to, late: late, open: open, on: connection, logger: self.logger)
+                for row in slice { tree.append(row.hash) }
                 guard tree.count > 0 else { return nil }
                 let checkpoint = try AuditCheckpoint(
-                    seq: (last?.0 ?? 0) + 1,
-                    createdAtMicros: horizon.1,
+                    seq: (last?.seq ?? 0) + 1,
+                    createdAtMicros: horizon.takenAtMicros,
                     txidFrom: from,
                     txidTo: to,
                     rowCount: Int64(tree.count),
                     merkleRoot: tree.root,
-                    previousHash: last.map { Array($0.2) } ?? AuditCheckpoint.genesis
-                ).signed(with: key)
+                    previousHash: last?.hash ?? AuditCheckpoint.genesis,
+                    openTxids: open,
+                    lateTxids: late
+                ).signed(with: signer.key)
                 try await connection.run(
                     """
                     INSERT INTO revoker.audit_checkpoints
-                        (seq, created_at, txid_from, txid_to, row_count, merkle_root, previous_hash, hash, key_id, signature)
+                        (seq, created_at, txid_from, txid_to, row_count, merkle_root, previous_hash, hash, key_id, signature,
+                         open_txids, late_txids)
                     VALUES (\(checkpoint.seq), timestamptz 'epoch' + \(checkpoint.createdAtMicros) * interval '1 microsecond',
                             \(String(from))::xid8, \(String(to))::xid8, \(checkpoint.rowCount), \(Data(checkpoint.merkleRoot)),
                             \(Data(checkpoint.previousHash)), \(Data(checkpoint.hash)), \(checkpoint.keyID),
-                            \(Data(checkpoint.signature)))
+                            \(Data(checkpoint.signature)), \(open.map(String.init))::text[]::xid8[], \(late.map(String.init))::text[]::xid8[])
                     """,
                     logger: self.logger
                 )
@@ -90,37 +78,165 @@ public struct AuditCheckpoints: Sendable {
                 return checkpoint
             }
         }
+        if let checkpoint {
+            signer.remember(checkpoint)
+            if let path = signer.witnessPath {
+                do {
+                    try AuditWitness.append(checkpoint, to: path)
+                } catch {
+                    logger.error(
+                        "Could not write the checkpoint to the witness; it is stored and published as an event",
+                        metadata: ["revoker.checkpoint": "\(checkpoint.seq)", "revoker.error": "\(error)"]
+                    )
+                }
+            }
+        }
+        return checkpoint
+    }
+
+    /// Records that `signer` refused to sign, as a `checkpoint_refused` row of the `revoker`
+    /// chain, which the outbox publishes to every app as `audit.checkpoint_refused`.
+    public func recordRefusal(_ refusal: AuditSigner.Refusal, actor: String) async throws {
+        try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                try await AuditWriter.write(
+                    [AuditEvent(.checkpointRefused, detail: "\(refusal.code) \(refusal.message)")],
+                    actor: actor,
+                    on: connection,
+                    logger: self.logger
+                )
+            }
+        }
+    }
+
+    /// The rows (id, hash) of a slice in id order: those of the transactions in [from, to) and
+    /// of `late`, except `open`'s.
+    static func sliceRows(
+        from: UInt64,
+        to: UInt64,
+        late: [UInt64],
+        open: [UInt64],
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [(id: Int64, hash: [UInt8])] {
+        let rows = try await connection.query(
+            """
+            SELECT id, hash FROM revoker.audit_events
+            WHERE ((txid >= \(String(from))::xid8 AND txid < \(String(to))::xid8) OR txid = ANY(\(late.map(String.init))::text[]::xid8[]))
+              AND txid <> ALL(\(open.map(String.init))::text[]::xid8[])
+            ORDER BY id
+            """,
+            logger: logger
+        )
+        var slice: [(id: Int64, hash: [UInt8])] = []
+        for try await (id, hash) in rows.decode((Int64, Data).self) { slice.append((id, Array(hash))) }
+        return slice
+    }
+
+    /// Where a checkpoint taken now would end: the snapshot's xmax, the transactions below it
+    /// still running that may write here (ascending), and the time.
+    static func horizon(on connection: PostgresConnection, logger: Logger) async throws -> (xmax: UInt64, open: [UInt64], takenAtMicros: Int64) {
+        // A transaction running in another database cannot write here, so it is not listed
+        // open; one whose database is unknown counts as ours.
+        let row = try await connection.query(
+            """
+            WITH snapshot AS (SELECT pg_current_snapshot() AS s, clock_timestamp() AS taken_at),
+            elsewhere AS (
+                SELECT backend_xid FROM pg_stat_activity
+                WHERE backend_xid IS NOT NULL AND datname IS NOT NULL AND datname <> current_database()
+            )
+            SELECT pg_snapshot_xmax(s)::text,
+                   coalesce((SELECT array_agg(x::text) FROM pg_snapshot_xip(s) AS x
+                             WHERE xid(x) NOT IN (SELECT backend_xid FROM elsewhere)), '{}'),
+                   \(unescaped: SQLTime.micros("taken_at"))
+            FROM snapshot
+            """,
+            logger: logger
+        ).collect().first?.decode((String, [String], Int64).self)
+        guard let row else { throw RevokerStoreError(.unexpectedData, "the database returned no snapshot") }
+        return (try txid(row.0), try row.1.map(txid).sorted(), row.2)
+    }
+
+    /// The transactions that a checkpoint taken now would leave open, oldest first, with who
+    /// holds them as far as this role may see (`pg_read_all_stats` shows every role's).
+    public func openTransactions() async throws -> [OpenTransaction] {
+        try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                let open = try await Self.horizon(on: connection, logger: self.logger).open
+                guard !open.isEmpty else { return [] }
+                let rows = try await connection.query(
+                    """
+                    SELECT t.txid, a.pid, a.usename::text, a.application_name, a.client_addr::text, a.state,
+                           extract(epoch FROM clock_timestamp() - a.xact_start)::float8
+                    FROM unnest(\(open.map(String.init))::text[]) AS t(txid)
+                    LEFT JOIN pg_stat_activity a ON a.backend_xid::text = t.txid
+                    ORDER BY a.xact_start NULLS LAST, t.txid::xid8
+                    """,
+                    logger: self.logger
+                ).collect()
+                return try rows.map { row in
+                    let cells = try row.decode((String, Int32?, String?, String?, String?, String?, Double?).self)
+                    return OpenTransaction(
+                        txid: try Self.txid(cells.0),
+                        pid: cells.1.map(Int.init),
+                        role: cells.2,
+                        application: cells.3.flatMap { $0.isEmpty ? nil : $0 },
+                        clientAddress: cells.4,
+                        state: cells.5,
+                        ageSeconds: cells.6
+                    )
+                }
+            }
+        }
     }
 
     /// Every stored checkpoint, in order.
     public func all() async throws -> [AuditCheckpoint] {
         try await StoreDatabase.run(logger) {
-            var checkpoints: [AuditCheckpoint] = []
-            let rows = try await self.client.query(
-                """
-                SELECT seq, \(unescaped: SQLTime.micros("created_at")),
-                       txid_from::text, txid_to::text, row_count, merkle_root, previous_hash, key_id, signature
-                FROM revoker.audit_checkpoints ORDER BY seq
-                """,
-                logger: self.logger
-            )
-            for try await row in rows.decode((Int64, Int64, String, String, Int64, Data, Data, String, Data).self) {
-                checkpoints.append(
-                    AuditCheckpoint(
-                        seq: row.0,
-                        createdAtMicros: row.1,
-                        txidFrom: try Self.txid(row.2),
-                        txidTo: try Self.txid(row.3),
-                        rowCount: row.4,
-                        merkleRoot: Array(row.5),
-                        previousHash: Array(row.6),
-                        keyID: row.7,
-                        signature: Array(row.8)
-                    )
-                )
+            try await self.client.withConnection { connection in
+                try await Self.read("ORDER BY seq", on: connection, logger: self.logger)
             }
-            return checkpoints
         }
+    }
+
+    /// The newest stored checkpoint.
+    public func newest() async throws -> AuditCheckpoint? {
+        try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: self.logger).first
+            }
+        }
+    }
+
+    /// Stored checkpoints; `tail` orders and limits them (SQL with no values).
+    static func read(_ tail: String, on connection: PostgresConnection, logger: Logger) async throws -> [AuditCheckpoint] {
+        var checkpoints: [AuditCheckpoint] = []
+        let rows = try await connection.query(
+            """
+            SELECT seq, \(unescaped: SQLTime.micros("created_at")), txid_from::text, txid_to::text, row_count, merkle_root,
+                   previous_hash, open_txids::text[], late_txids::text[], key_id, signature
+            FROM revoker.audit_checkpoints \(unescaped: tail)
+            """,
+            logger: logger
+        )
+        for try await row in rows.decode((Int64, Int64, String, String, Int64, Data, Data, [String], [String], String, Data).self) {
+            checkpoints.append(
+                AuditCheckpoint(
+                    seq: row.0,
+                    createdAtMicros: row.1,
+                    txidFrom: try txid(row.2),
+                    txidTo: try txid(row.3),
+                    rowCount: row.4,
+                    merkleRoot: Array(row.5),
+                    previousHash: Array(row.6),
+                    openTxids: try row.7.map(txid).sorted(),
+                    lateTxids: try row.8.map(txid).sorted(),
+                    keyID: row.9,
+                    signature: Array(row.10)
+                )
+            )
+        }
+        return checkpoints
     }
 
     static func txid(_ text: String) throws -> UInt64 {
@@ -128,5 +244,35 @@ public struct AuditCheckpoints: Sendable {
             throw RevokerStoreError(.unexpectedData, "the database returned a transaction id that is not a number")
         }
         return value
+    }
+}
+
+/// A transaction that keeps its audit rows, if it writes any, out of checkpoints until it ends.
+public struct OpenTransaction: Sendable, Hashable, Encodable {
+    public var txid: UInt64
+    /// The backend holding it, its role, application and address: nil where this role may not see them.
+    public var pid: Int?
+    public var role: String?
+    public var application: String?
+    public var clientAddress: String?
+    /// `idle in transaction` is the usual culprit.
+    public var state: String?
+    /// How long it has been open.
+    public var ageSeconds: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case txid, pid, role, application
+        case clientAddress = "client_address"
+        case state
+        case ageSeconds = "age_seconds"
+    }
+
+    /// One line for people.
+    public var summary: String {
+        let age = ageSeconds.map { "open \(Int($0)) s" } ?? "open for an unknown time"
+        let who = [role.map { "role \($0)" }, application.map { "application \($0)" }, clientAddress.map { "from \($0)" }, pid.map { "pid \($0)" }]
+            .compactMap { $0 }
+        let holder = who.isEmpty ? "held by a session this role cannot see (grant pg_read_all_stats)" : who.joined(separator: ", ")
+        return "transaction \(txid): \(age), \(state ?? "state unknown"), \(holder)"
     }
 }

@@ -55,6 +55,9 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     /// A code exchange is about to be sent: if the attempt dies before its result is stored, a
     /// later refusal of the code may be Revoker's own doing.
     public static let exchangeStarted = Self("exchange_started")
+    /// A signer refused to take a checkpoint: the trail no longer extends what was signed before
+    /// (detail: the reason's code, then what it found).
+    public static let checkpointRefused = Self("checkpoint_refused")
     /// A free-form note (detail says what).
     public static let note = Self("note")
 
@@ -63,7 +66,7 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
         .requeued, .appPaused, .appResumed, .appleError, .appleNotification, .exchangeStarted, .note,
-        .googleSecurityEvent,
+        .googleSecurityEvent, .checkpointRefused,
     ]
     public var description: String { self.rawValue }
 }

@@ -15,7 +15,7 @@ public struct AuditReceipts: Sendable {
 
     /// The receipt of request `id`, or nil when the trail has no row of it. Takes checkpoints
     /// until every row of the request is under one (at most `wait`).
-    public func issue(requestID id: UUID, key: AuditSigningKey, wait: Duration = .seconds(30)) async throws -> AuditReceipt? {
+    public func issue(requestID id: UUID, signer: AuditSigner, wait: Duration = .seconds(30)) async throws -> AuditReceipt? {
         let chain = id.uuidString.lowercased()
         let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
@@ -25,18 +25,17 @@ public struct AuditReceipts: Sendable {
         }
         guard !rows.isEmpty else { return nil }
         let chainRows = try rows.map(AuditVerifier.decodeRow)
-        let newest = chainRows.map(\.row.txid).max() ?? 0
         let checkpoints = AuditCheckpoints(client: client, logger: logger)
         var covering = try await checkpoints.all()
         let deadline = ContinuousClock.now + wait
-        while (covering.last?.txidTo ?? 0) <= newest {
+        while chainRows.contains(where: { AuditVerifier.slice(of: $0.row.txid, in: covering) == nil }) {
             guard ContinuousClock.now < deadline else {
                 throw RevokerStoreError(
                     .conflict,
-                    "the request's latest audit rows are not under a checkpoint yet (a long transaction holds the horizon back); try again shortly"
+                    "the request's latest audit rows are not under a checkpoint yet (their transaction is still open); try again shortly"
                 )
             }
-            if try await checkpoints.take(signingWith: key) == nil { try await Task.sleep(for: .milliseconds(200)) }
+            if try await checkpoints.take(signer: signer) == nil { try await Task.sleep(for: .milliseconds(200)) }
             covering = try await checkpoints.all()
         }
         // Each checkpoint's rows (id, hash) in id order, fetched and checked once.
@@ -77,7 +76,7 @@ public struct AuditReceipts: Sendable {
             events: events,
             checkpoints: slices.keys.sorted().map { covering[$0] },
             issuedAtMicros: now,
-            key: key
+            key: signer.key
         )
     }
 
@@ -98,16 +97,16 @@ public struct AuditReceipts: Sendable {
 
     private func sliceRows(_ checkpoint: AuditCheckpoint) async throws -> [(Int64, [UInt8])] {
         try await StoreDatabase.run(logger) {
-            let rows = try await self.client.query(
-                """
-                SELECT id, hash FROM revoker.audit_events
-                WHERE txid >= \(String(checkpoint.txidFrom))::xid8 AND txid < \(String(checkpoint.txidTo))::xid8 ORDER BY id
-                """,
-                logger: self.logger
-            )
-            var slice: [(Int64, [UInt8])] = []
-            for try await (id, hash) in rows.decode((Int64, Data).self) { slice.append((id, Array(hash))) }
-            return slice
+            try await self.client.withConnection { connection in
+                try await AuditCheckpoints.sliceRows(
+                    from: checkpoint.txidFrom,
+                    to: checkpoint.txidTo,
+                    late: checkpoint.lateTxids,
+                    open: checkpoint.openTxids,
+                    on: connection,
+                    logger: self.logger
+                ).map { ($0.id, $0.hash) }
+            }
         }
     }
 }

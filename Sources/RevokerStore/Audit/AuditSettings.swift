@@ -9,11 +9,19 @@ public struct AuditSettings: Sendable {
     public var previousKeys: [AuditPublicKey]
     /// How often a worker or serving process takes a checkpoint.
     public var checkpointInterval: Duration
+    /// A file (JSON lines) or directory where every checkpoint signed is written too, outside
+    /// the database; a signer reads it at start to know what it signed before.
+    public var witnessPath: String?
 
     public init(signingKey: AuditSigningKey? = nil, previousKeys: [AuditPublicKey] = [], checkpointInterval: Duration = .seconds(60)) {
         self.signingKey = signingKey
         self.previousKeys = previousKeys
         self.checkpointInterval = checkpointInterval
+    }
+
+    /// The signer of this configuration, or nil without a signing key. Reads the witness.
+    public func signer() throws -> AuditSigner? {
+        try signingKey.map { try AuditSigner(key: $0, trustedKeys: verificationKeys, witnessPath: witnessPath) }
     }
 
     /// Every key a checkpoint may be signed with.

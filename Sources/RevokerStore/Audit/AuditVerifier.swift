@@ -20,27 +20,58 @@ public struct AuditVerifier: Sendable {
     }
 
     /// Verifies rows that occurred at or after `since` (all by default) of `clientID` (all apps
-    /// by default), and every checkpoint taken since then, against `keys`.
-    public func verify(since: Date? = nil, clientID: String? = nil, keys: [AuditPublicKey]) async throws -> AuditVerification {
+    /// by default), and every checkpoint taken since then, against `keys`; and that every
+    /// checkpoint in `witnessed` (kept outside the database) is still there, unchanged.
+    public func verify(
+        since: Date? = nil,
+        clientID: String? = nil,
+        keys: [AuditPublicKey],
+        witnessed: [AuditCheckpoint] = []
+    ) async throws -> AuditVerification {
         try await StoreDatabase.run(logger) {
             var problems: [AuditProblem] = []
             let genesis = try await self.genesis()
             let checkpoints = try await AuditCheckpoints(client: self.client, logger: self.logger).all()
             problems += Self.checkLinks(checkpoints, keys: keys)
+            problems += AuditWitness.problems(checkpoints, witnessed: witnessed, keys: keys, complete: true).map {
+                AuditProblem(.witnessMismatch, $0)
+            }
             let (rows, chains) = try await self.checkChains(since: since, clientID: clientID, problems: &problems)
-            try await self.checkHeads(clientID: clientID, coveredBelow: checkpoints.last?.txidTo ?? 0, problems: &problems)
+            try await self.checkHeads(clientID: clientID, last: checkpoints.last, problems: &problems)
             let sinceMicros = since.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down)) }
             let covered = checkpoints.filter { sinceMicros == nil || $0.createdAtMicros >= sinceMicros! }
-            let pending = try await self.checkSlices(covered, last: checkpoints.last, clientID: clientID, problems: &problems)
+            let pending = try await self.checkSlices(
+                covered,
+                last: checkpoints.last,
+                scope: Scope(sinceMicros: sinceMicros, clientID: clientID),
+                problems: &problems
+            )
+            let unknown = covered.filter { checkpoint in !keys.contains { $0.keyID == checkpoint.keyID } }
             return AuditVerification(
                 rowsChecked: rows,
                 chainsChecked: chains,
                 checkpointsChecked: covered.count,
                 rowsNotYetCheckpointed: pending,
+                rowsNotProven: unknown.reduce(0) { $0 + Int($1.rowCount) },
+                witnessedCheckpoints: witnessed.count,
                 lastCheckpointAt: checkpoints.last?.createdAt,
+                lastCheckpoint: checkpoints.last,
                 genesis: genesis,
                 problems: problems
             )
+        }
+    }
+
+    /// Which rows a verification reads and rehashes along their chains; the others are only
+    /// proven to be where the checkpoints put them.
+    struct Scope {
+        var sinceMicros: Int64?
+        var clientID: String?
+
+        var isWhole: Bool { sinceMicros == nil && clientID == nil }
+
+        func contains(occurredAt micros: Int64, clientID client: String?) -> Bool {
+            (sinceMicros.map { micros >= $0 } ?? true) && (clientID == nil || client == clientID)
         }
     }
 
@@ -60,7 +91,8 @@ public struct AuditVerifier: Sendable {
                 problems.append(
                     AuditProblem(
                         .unknownKey,
-                        "checkpoint \(seq) is signed by key \(checkpoint.keyID), which was not given: pass its public key to check it",
+                        "checkpoint \(seq) is signed by key \(checkpoint.keyID), which was not given: its \(checkpoint.rowCount) rows are "
+                            + "NOT VERIFIABLE (they may have been rewritten and the checkpoint relabelled); pass its public key to check them",
                         checkpoint: seq
                     )
                 )
@@ -154,8 +186,9 @@ public struct AuditVerifier: Sendable {
     /// Each chain against the head its last checkpoint recorded (migration 0007; before it, the
     /// trigger kept the heads): finds rows removed from a chain's end, whole chains removed,
     /// the head's row rewritten, and rows under a checkpoint beyond their chain's head.
-    private func checkHeads(clientID: String?, coveredBelow: UInt64, problems: inout [AuditProblem]) async throws {
-        let covered = String(coveredBelow)
+    private func checkHeads(clientID: String?, last: AuditCheckpoint?, problems: inout [AuditProblem]) async throws {
+        let covered = String(last?.txidTo ?? 0)
+        let open = (last?.openTxids ?? []).map(String.init)
         let sql: PostgresQuery = """
             WITH last AS (
                 SELECT DISTINCT ON (chain_key) chain_key, chain_seq
@@ -175,6 +208,7 @@ public struct AuditVerifier: Sendable {
             LEFT JOIN LATERAL (
                 SELECT min(e.id) AS id FROM revoker.audit_events e
                 WHERE e.chain_key = j.chain AND e.chain_seq > coalesce(j.last_seq, 0) AND e.txid < \(covered)::xid8
+                  AND e.txid <> ALL(\(open)::text[]::xid8[])
             ) beyond ON true
             WHERE j.last_seq_found IS NULL OR j.last_seq > j.last_seq_found
                OR (j.last_seq IS NOT NULL AND at_head.hash IS DISTINCT FROM j.last_hash) OR beyond.id IS NOT NULL
@@ -219,61 +253,82 @@ public struct AuditVerifier: Sendable {
         }
     }
 
-    /// Recomputes each checkpoint's slice (row count and Merkle root); returns how many rows
-    /// no checkpoint covers yet.
+    /// Recomputes each checkpoint's slice (row count and Merkle root) from every row, in scope or
+    /// not, and rehashes the rows outside the scope, so that a row moved out of it (another app, an
+    /// earlier time) is found; returns how many rows of the scope no checkpoint covers yet.
     private func checkSlices(
         _ checkpoints: [AuditCheckpoint],
         last: AuditCheckpoint?,
-        clientID: String?,
+        scope: Scope,
         problems: inout [AuditProblem]
     ) async throws -> Int {
-        let lowest = checkpoints.first?.txidFrom ?? last?.txidTo ?? 0
+        let first = checkpoints.first
+        let lowest = min(first?.txidFrom ?? last?.txidTo ?? 0, first?.lateTxids.first ?? .max, last?.openTxids.first ?? .max)
         let horizon =
             try await client.query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text", logger: logger)
             .collect().first?.decode(String.self)
         let next = try horizon.map(AuditCheckpoints.txid) ?? UInt64.max
         var trees = Array(repeating: MerkleTree.Builder(), count: checkpoints.count)
         var pending = 0
+        // The whole trail needs no second rehash: the chain pass read every row.
+        let columns = scope.isWhole ? "id, txid::text, \(SQLTime.micros("occurred_at")), hash, client_id" : Self.rowColumns
         let rows = try await client.query(
-            """
-            SELECT id, txid::text, \(unescaped: SQLTime.micros("occurred_at")), hash, client_id
-            FROM revoker.audit_events WHERE txid >= \(String(lowest))::xid8 ORDER BY id
-            """,
+            "SELECT \(unescaped: columns) FROM revoker.audit_events WHERE txid >= \(String(lowest))::xid8 ORDER BY id",
             logger: logger
         )
-        let lastCovered = last?.txidTo ?? 0
-        for try await (id, txidText, occurred, hash, client) in rows.decode((Int64, String, Int64, Data, String?).self) {
-            let txid = try AuditCheckpoints.txid(txidText)
+        for try await row in rows {
+            let (id, txid, occurred, hash, client): (Int64, UInt64, Int64, Data, String?)
+            if scope.isWhole {
+                let cells = try row.decode((Int64, String, Int64, Data, String?).self)
+                (id, txid, occurred, hash, client) = (cells.0, try AuditCheckpoints.txid(cells.1), cells.2, cells.3, cells.4)
+            } else {
+                let (chainRow, previous, stored) = try Self.decodeRow(row)
+                (id, txid, occurred, hash, client) = (chainRow.id, chainRow.txid, chainRow.occurredAtMicros, Data(stored), chainRow.clientID)
+                if !scope.contains(occurredAt: occurred, clientID: client), chainRow.hash(after: previous) != stored {
+                    problems.append(
+                        AuditProblem(
+                            .changed,
+                            "row \(id), outside this verification's scope, no longer gives its hash: changed, or moved out of the scope "
+                                + "(to another app, or to an earlier time)",
+                            rows: [id]
+                        )
+                    )
+                }
+            }
             if txid >= next {
                 problems.append(
                     AuditProblem(.inserted, "row \(id) claims transaction \(txid), which has not started yet: forged", rows: [id])
                 )
                 continue
             }
-            if txid >= lastCovered {
-                if clientID == nil || client == clientID { pending += 1 }
-                if let last, occurred < last.createdAtMicros - Self.backdatingGrace {
+            if let index = Self.slice(of: txid, in: checkpoints) {
+                trees[index].append(Array(hash))
+                // A row taken late was written while an earlier checkpoint left its transaction open.
+                if index > 0, !checkpoints[index].lateTxids.contains(txid),
+                    occurred < checkpoints[index - 1].createdAtMicros - Self.backdatingGrace
+                {
                     problems.append(
                         AuditProblem(
                             .reordered,
-                            "row \(id) claims to have occurred at \(Self.format(occurred)), before checkpoint \(last.seq) "
-                                + "(\(Self.format(last.createdAtMicros))) that does not cover it: back-dated",
-                            rows: [id]
+                            "row \(id) claims to have occurred at \(Self.format(occurred)), before checkpoint "
+                                + "\(checkpoints[index - 1].seq) that does not cover it: back-dated",
+                            rows: [id],
+                            checkpoint: checkpoints[index].seq
                         )
                     )
                 }
                 continue
             }
-            guard let index = Self.slice(of: txid, in: checkpoints) else { continue }
-            trees[index].append(Array(hash))
-            if index > 0, occurred < checkpoints[index - 1].createdAtMicros - Self.backdatingGrace {
+            // Under a checkpoint older than the scope: not checked here.
+            guard last.map({ txid >= $0.txidTo || $0.openTxids.contains(txid) }) ?? true else { continue }
+            if scope.contains(occurredAt: occurred, clientID: client) { pending += 1 }
+            if let last, !last.openTxids.contains(txid), occurred < last.createdAtMicros - Self.backdatingGrace {
                 problems.append(
                     AuditProblem(
                         .reordered,
-                        "row \(id) claims to have occurred at \(Self.format(occurred)), before checkpoint "
-                            + "\(checkpoints[index - 1].seq) that does not cover it: back-dated",
-                        rows: [id],
-                        checkpoint: checkpoints[index].seq
+                        "row \(id) claims to have occurred at \(Self.format(occurred)), before checkpoint \(last.seq) "
+                            + "(\(Self.format(last.createdAtMicros))) that does not cover it: back-dated",
+                        rows: [id]
                     )
                 )
             }
@@ -297,7 +352,8 @@ public struct AuditVerifier: Sendable {
         return pending
     }
 
-    /// The checkpoint whose [txidFrom, txidTo) holds `txid`, by binary search.
+    /// The index of the checkpoint whose slice holds `txid`: the first whose range reaches past
+    /// it (by binary search), or a later one that took it late because it was open then.
     static func slice(of txid: UInt64, in checkpoints: [AuditCheckpoint]) -> Int? {
         var low = 0
         var high = checkpoints.count
@@ -309,8 +365,13 @@ public struct AuditVerifier: Sendable {
                 high = middle
             }
         }
-        guard low < checkpoints.count, checkpoints[low].txidFrom <= txid else { return nil }
-        return low
+        while low < checkpoints.count {
+            let checkpoint = checkpoints[low]
+            if checkpoint.covers(txid) { return low }
+            guard checkpoint.openTxids.contains(txid) else { return nil }
+            low += 1
+        }
+        return nil
     }
 
     static func format(_ micros: Int64) -> String {

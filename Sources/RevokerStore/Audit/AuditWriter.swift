@@ -83,6 +83,11 @@ enum AuditWriter {
         try await write(events, requestID: nil, clientID: clientID, actor: actor, on: connection, logger: logger)
     }
 
+    /// Writes `events` about the service as a whole (the `revoker` chain).
+    static func write(_ events: [AuditEvent], actor: String, on connection: PostgresConnection, logger: Logger) async throws {
+        try await write(events, requestID: nil, clientID: nil, actor: actor, on: connection, logger: logger)
+    }
+
     /// With a request, its columns come from its row; without one, only `clientID` is known.
     /// The events are bound values here (one statement, no JSON): the enqueue path writes one
     /// event per request, and a JSON array costs it measurably (docs/benchmarks.md).

@@ -69,5 +69,6 @@ public struct Migration: Sendable, Hashable {
             name: "0012_worker_call_rates",
             sql: String(decoding: PackageResources._012_worker_call_rates_sql, as: UTF8.self)
         ),
+        Migration(version: 13, name: "0013_audit_witnesses", sql: String(decoding: PackageResources._013_audit_witnesses_sql, as: UTF8.self)),
     ]
 }

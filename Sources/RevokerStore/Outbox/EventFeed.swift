@@ -27,7 +27,7 @@ public struct EventFeed: Sendable {
             let rows = try await client.query(
                 """
                 SELECT e.txid::text, e.position, e.id, e.type, e.client_id, e.occurred_at, e.request_id, e.external_reference,
-                       e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time, e.provider
+                       e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time, e.provider, e.checkpoint::text
                 FROM revoker.outbox_events e
                 WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())
                   AND (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
@@ -44,9 +44,11 @@ public struct EventFeed: Sendable {
     static func decode(_ row: PostgresRow) throws -> OutboxEvent {
         let (
             transaction, position, id, type, clientID, occurredAt, requestID, reference, appleUserID, outcome, errorCode, notificationID, eventTime,
-            provider
+            provider, checkpoint
         ) =
-            try row.decode((String, Int64, UUID, String, String, Date, UUID?, String?, String?, String?, String?, String?, Date?, String?).self)
+            try row.decode(
+                (String, Int64, UUID, String, String, Date, UUID?, String?, String?, String?, String?, String?, Date?, String?, String?).self
+            )
         guard let txid = UInt64(transaction) else { throw RevokerStoreError(.unexpectedData, "an event's transaction id is not a number") }
         return OutboxEvent(
             id: id,
@@ -61,7 +63,8 @@ public struct EventFeed: Sendable {
             outcome: outcome,
             errorCode: errorCode,
             notificationID: notificationID,
-            eventTime: eventTime
+            eventTime: eventTime,
+            checkpoint: checkpoint
         )
     }
 }

@@ -27,6 +27,9 @@ public struct OutboxEvent: Sendable, Equatable {
     public var notificationID: String?
     /// When the user acted, by Apple's clock (`apple.*`).
     public var eventTime: Date?
+    /// The signed checkpoint as a JSON object (`audit.checkpoint`), for the backend to keep as
+    /// a witness: `revoker audit verify --witness` reads these events as they were received.
+    public var checkpoint: String?
 
     /// The types an event can have.
     public static let types = [
@@ -34,6 +37,7 @@ public struct OutboxEvent: Sendable, Equatable {
         "apple.consent_revoked", "apple.account_deleted", "apple.email_disabled", "apple.email_enabled",
         "google.sessions_revoked", "google.tokens_revoked", "google.token_revoked", "google.account_disabled", "google.account_enabled",
         "google.account_purged", "google.account_credential_change_required", "google.verification",
+        "audit.checkpoint", "audit.checkpoint_refused",
     ]
 
     /// The event as one JSON object, the same for `GET /v1/events`, `revoker events` and webhook
@@ -52,6 +56,8 @@ public struct OutboxEvent: Sendable, Equatable {
         add("error_code", errorCode)
         add("notification_id", notificationID)
         add("event_time", eventTime.map(AuditExport.timestamp))
+        // Already JSON (PostgreSQL's jsonb text): embedded as it is.
+        if let checkpoint { data.append(("checkpoint", checkpoint)) }
         let members = [
             ("id", AuditExport.jsonString(id.uuidString.lowercased())),
             ("type", AuditExport.jsonString(type)),

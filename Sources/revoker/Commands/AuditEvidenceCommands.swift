@@ -17,12 +17,18 @@ struct AuditVerifyCommand: AsyncParsableCommand {
             Checkpoints verify with the configured signing key's public half, the keys under \
             "audit.public_key_files", and any --public-key given: an auditor needs only the public key.
 
-            Exit status: 0 intact, 1 tampered, 2 could not run (or only checkpoints signed by keys not given).
+            --witness names checkpoints kept outside the database (the service's "audit.witness_path", the \
+            audit.checkpoint events an app backend received, earlier `revoker audit checkpoint --json` output): \
+            each must still be in the database, unchanged, so removing the newest checkpoints with the rows \
+            after them, or rewriting the history and signing it again, is found.
+
+            Exit status: 0 intact, 1 tampered, 2 could not run (or checkpoints signed by keys not given: not verifiable).
 
             Examples:
               revoker audit verify
               revoker audit verify --since 2026-01-01 --client-id com.example.app
-              revoker audit verify --public-key audit-public-key.pem --json
+              revoker audit verify --public-key audit-public-key.pem --witness checkpoints.jsonl --json
+              revoker audit verify --public-key audit-public-key.pem --witness kept/ --keep-witness kept/
             """
     )
 
@@ -36,6 +42,21 @@ struct AuditVerifyCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("public-key"), help: ArgumentHelp("A PEM public key to check checkpoints with (repeatable).", valueName: "file"))
     var publicKeys: [String] = []
+
+    @Option(
+        name: .customLong("witness"),
+        help: ArgumentHelp("Checkpoints kept outside the database: a file or a directory (repeatable).", valueName: "file-or-dir")
+    )
+    var witnesses: [String] = []
+
+    @Option(
+        name: .customLong("keep-witness"),
+        help: ArgumentHelp(
+            "After an intact verification, add its newest checkpoint to this file or directory (the next run's --witness).",
+            valueName: "file-or-dir"
+        )
+    )
+    var keepWitness: String?
 
     @Flag(help: "Print the result as JSON.")
     var json = false
@@ -52,10 +73,19 @@ struct AuditVerifyCommand: AsyncParsableCommand {
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
         let since = self.since.flatMap(AuditEventsCommand.parseTime)
         let clientID = self.clientID
+        // The first run of a routine keeps into the witness it will read from then on.
+        let witnessed = try readWitnesses(witnesses.filter { $0 != keepWitness || FileManager.default.fileExists(atPath: $0) })
         let result = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { [keys] client in
-            try await AuditVerifier(client: client, logger: logger).verify(since: since, clientID: clientID, keys: keys)
+            try await AuditVerifier(client: client, logger: logger).verify(since: since, clientID: clientID, keys: keys, witnessed: witnessed)
         }
         print(json ? try result.json() : result.text, terminator: json ? "\n" : "")
+        if let keepWitness, result.intact, let newest = result.lastCheckpoint, !witnessed.contains(newest) {
+            do {
+                try AuditWitness.append(newest, to: keepWitness)
+            } catch {
+                throw fail("Could not keep the newest checkpoint in '\(keepWitness)': \(error).")
+            }
+        }
         if result.problems.contains(where: { $0.kind != .unknownKey }) { throw Exit.someFailed }
         if !result.intact { throw Exit.couldNotRun }
     }
@@ -67,7 +97,10 @@ struct AuditCheckpointCommand: AsyncParsableCommand {
         abstract: "Sign a checkpoint over the audit rows written since the last one, now.",
         discussion: """
             Worker and serving processes take one every "audit.checkpoint_interval_seconds" (60); this takes one \
-            at once, for instance before exporting receipts. Needs the signing key ("audit.signing_key_file").
+            at once, for instance before exporting receipts. Needs the signing key ("audit.signing_key_file"). \
+            With "audit.witness_path" it first checks that the database still holds the newest checkpoint the \
+            witness holds, refuses to sign otherwise (exit 1), and adds the new one to the witness. --json prints \
+            the whole signed checkpoint: an auditor keeps it and verifies against it later (--witness).
 
             Example:
               revoker audit checkpoint --json
@@ -81,14 +114,21 @@ struct AuditCheckpointCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
-        let key = try auditSigningKey(configuration)
+        let signer = try auditSigner(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
         let checkpoint = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
-            try await AuditCheckpoints(client: client, logger: logger).take(signingWith: key)
+            let checkpoints = AuditCheckpoints(client: client, logger: logger)
+            do {
+                return try await checkpoints.take(signer: signer)
+            } catch let error as RevokerStoreError where error.code == .historyRewritten {
+                if let refusal = signer.refusal { try? await checkpoints.recordRefusal(refusal, actor: "revoker") }
+                FileHandle.standardError.write(Data("revoker: \(error.message)\n".utf8))
+                throw Exit.someFailed
+            }
         }
         if json {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             print(String(decoding: try encoder.encode(checkpoint.map(AuditCheckpointView.init)), as: UTF8.self))
         } else if let checkpoint {
             print(
@@ -123,29 +163,38 @@ struct AuditPublicKeyCommand: ParsableCommand {
     }
 }
 
-/// A checkpoint as JSON: hex for bytes, snake_case keys.
+/// A checkpoint as JSON: the whole signed record (a witness), with its time and hash for people.
 struct AuditCheckpointView: Encodable {
-    var seq: Int64
-    var createdAt: String
-    var rowCount: Int64
-    var merkleRoot: String
-    var keyID: String
+    var checkpoint: AuditCheckpoint
 
     enum CodingKeys: String, CodingKey {
-        case seq
         case createdAt = "created_at"
-        case rowCount = "row_count"
-        case merkleRoot = "merkle_root"
-        case keyID = "key_id"
+        case hash
     }
 
     init(_ checkpoint: AuditCheckpoint) {
-        seq = checkpoint.seq
-        createdAt = checkpoint.createdAt.formatted(.iso8601)
-        rowCount = checkpoint.rowCount
-        merkleRoot = checkpoint.merkleRoot.hex
-        keyID = checkpoint.keyID
+        self.checkpoint = checkpoint
     }
+
+    func encode(to encoder: any Encoder) throws {
+        try AuditCheckpointRecord(checkpoint).encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(checkpoint.createdAt.formatted(.iso8601), forKey: .createdAt)
+        try container.encode(checkpoint.hash.hex, forKey: .hash)
+    }
+}
+
+/// The checkpoints held at each `--witness` path; one that cannot be read ends the command (exit 2).
+func readWitnesses(_ paths: [String]) throws -> [AuditCheckpoint] {
+    var checkpoints: [AuditCheckpoint] = []
+    for path in paths {
+        do {
+            checkpoints += try AuditWitness.read(path)
+        } catch {
+            throw fail("The witness '\(path)': \(error).")
+        }
+    }
+    return checkpoints
 }
 
 /// Public keys from `--public-key` files, after the configured ones; a file that cannot be
@@ -208,7 +257,7 @@ struct AuditReceiptCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
-        let key = try auditSigningKey(configuration)
+        let signer = try auditSigner(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
         let (id, reference, clientID, wait) = (requestID.flatMap(UUID.init(uuidString:)), self.reference, self.clientID, self.wait)
         let receipt = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
@@ -217,7 +266,7 @@ struct AuditReceiptCommand: AsyncParsableCommand {
             if requestID == nil { requestID = try await receipts.request(reference: reference ?? "", clientID: clientID) }
             guard let requestID else { return nil as AuditReceipt? }
             do {
-                return try await receipts.issue(requestID: requestID, key: key, wait: .seconds(wait))
+                return try await receipts.issue(requestID: requestID, signer: signer, wait: .seconds(wait))
             } catch let error as RevokerStoreError {
                 throw fail("No receipt: \(error.message).")
             }
@@ -237,11 +286,13 @@ struct AuditVerifyReceiptCommand: ParsableCommand {
         abstract: "Check a receipt offline: its signature, every event's hash and chain, and its proofs into signed checkpoints.",
         discussion: """
             Needs no database: only the file and the public key (`revoker audit public-key`), given with \
-            --public-key or found in the configuration. Any changed byte makes it fail.
+            --public-key or found in the configuration. Any changed byte makes it fail. With --witness, each \
+            checkpoint the receipt carries that the witness holds too must be the witness's own: a receipt \
+            issued over a rewritten and re-signed history fails.
             Exit status: 0 valid, 1 not valid, 2 could not run.
 
             Example:
-              revoker audit verify-receipt receipt.json --public-key audit-public-key.pem
+              revoker audit verify-receipt receipt.json --public-key audit-public-key.pem --witness checkpoints.jsonl
             """
     )
 
@@ -253,12 +304,18 @@ struct AuditVerifyReceiptCommand: ParsableCommand {
     @Option(name: .customLong("public-key"), help: ArgumentHelp("A PEM public key to check with (repeatable).", valueName: "file"))
     var publicKeys: [String] = []
 
+    @Option(
+        name: .customLong("witness"),
+        help: ArgumentHelp("Checkpoints kept outside the database: a file or a directory (repeatable).", valueName: "file-or-dir")
+    )
+    var witnesses: [String] = []
+
     func run() throws {
         let configuration = try loadConfiguration(options, needs: [])
         let keys = try auditKeys(configuration, files: publicKeys)
         guard !keys.isEmpty else { throw fail("No public key: pass --public-key FILE (from `revoker audit public-key`).") }
         guard let bytes = FileManager.default.contents(atPath: file) else { throw fail("The receipt file '\(file)' cannot be read.") }
-        let result = AuditReceipt.verify(bytes, keys: keys)
+        let result = AuditReceipt.verify(bytes, keys: keys, witnessed: try readWitnesses(witnesses))
         if result.valid, let receipt = result.receipt {
             let summary = receipt.summary
             print(
@@ -270,6 +327,17 @@ struct AuditVerifyReceiptCommand: ParsableCommand {
         print("Receipt NOT valid:")
         for problem in result.problems { print("  \(problem)") }
         throw Exit.someFailed
+    }
+}
+
+/// The configured signer (reading the witness, when one is configured), or the exit that says
+/// what to configure.
+func auditSigner(_ configuration: RevokerConfiguration) throws -> AuditSigner {
+    let key = try auditSigningKey(configuration)
+    do {
+        return try AuditSigner(key: key, trustedKeys: configuration.audit.verificationKeys, witnessPath: configuration.audit.witnessPath)
+    } catch {
+        throw fail("The audit witness cannot be read: \(error).")
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RevokerConfiguration
+import RevokerEvidence
 import RevokerStore
 import RevokerWorker
 
@@ -30,12 +31,14 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.status", level: options.logLevel)
-        let (statistics, paused, webhooks, observed) = try await withDatabase(configuration, logger: logger) { client in
+        let (statistics, paused, webhooks, observed, audit) = try await withDatabase(configuration, logger: logger) { client in
             let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
+            let checkpoints = AuditCheckpoints(client: client, logger: logger)
             do {
                 return (
                     try await queue.statistics(), try await queue.pausedApps(), try await WebhookDeliveries(client: client, logger: logger).states(),
-                    try await queue.observedCallRates()
+                    try await queue.observedCallRates(),
+                    AuditStatus(lastCheckpointAt: try await checkpoints.newest()?.createdAt, open: try await checkpoints.openTransactions())
                 )
             } catch let error as RevokerStoreError {
                 let current = (try? await Migrator(client: client, logger: logger).isCurrent()) ?? true
@@ -46,10 +49,43 @@ struct StatusCommand: AsyncParsableCommand {
         let rates = CallRates(configuration: configuration, observed: observed)
         print(
             json
-                ? Self.json(statistics, paused: paused, webhooks: webhooks, rates: rates)
-                : Self.table(statistics, paused: paused, webhooks: webhooks, rates: rates),
+                ? Self.json(statistics, paused: paused, webhooks: webhooks, rates: rates, audit: audit)
+                : Self.table(statistics, paused: paused, webhooks: webhooks, rates: rates, audit: audit),
             terminator: ""
         )
+    }
+
+    /// The audit trail's checkpoints: when the last was signed, and which transactions keep
+    /// their rows out of them.
+    struct AuditStatus {
+        var lastCheckpointAt: Date?
+        var open: [OpenTransaction] = []
+
+        var json: String {
+            let open = self.open.map { transaction in
+                let fields: [(String, String?)] = [
+                    ("txid", String(transaction.txid)), ("pid", transaction.pid.map(String.init)),
+                    ("role", transaction.role.map(AuditExport.jsonString)), ("application", transaction.application.map(AuditExport.jsonString)),
+                    ("client_address", transaction.clientAddress.map(AuditExport.jsonString)),
+                    ("state", transaction.state.map(AuditExport.jsonString)),
+                    ("age_seconds", transaction.ageSeconds.map { String(format: "%.1f", $0) }),
+                ]
+                return "{" + fields.map { "\"\($0.0)\": \($0.1 ?? "null")" }.joined(separator: ", ") + "}"
+            }
+            let last = lastCheckpointAt.map { AuditExport.jsonString(AuditExport.timestamp($0)) } ?? "null"
+            return "{\"last_checkpoint_at\": \(last), \"open_transactions\": [\(open.joined(separator: ", "))]}"
+        }
+
+        var table: String {
+            var text =
+                "Last audit checkpoint: "
+                + (lastCheckpointAt.map { "\(AuditExport.timestamp($0)) (\(describe(-$0.timeIntervalSinceNow)) ago)" } ?? "none") + "\n"
+            if !open.isEmpty {
+                text += "Transactions held open (any audit rows they write wait for a later checkpoint):\n"
+                for transaction in open { text += "  " + AuditExport.terminalSafe(transaction.summary, limit: 200) + "\n" }
+            }
+            return text
+        }
     }
 
     /// Outbound calls per second: each app's limit and what the live workers made over the last ten seconds.
@@ -92,7 +128,13 @@ struct StatusCommand: AsyncParsableCommand {
         return Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000
     }
 
-    static func json(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = [], rates: CallRates = .init()) -> String {
+    static func json(
+        _ statistics: QueueStatistics,
+        paused: [AppPause],
+        webhooks: [DeliveryState] = [],
+        rates: CallRates = .init(),
+        audit: AuditStatus = .init()
+    ) -> String {
         let byState = RevocationState.all.map { "\(AuditExport.jsonString($0.rawValue)): \(statistics.byState[$0] ?? 0)" }
         let byOutcome = outcomeCounts(statistics).map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
         let pauses = paused.map { pause in
@@ -112,13 +154,20 @@ struct StatusCommand: AsyncParsableCommand {
               "paused_apps": [\(pauses.map { "{\($0)}" }.joined(separator: ", "))],
               "unsealed_intake": \(statistics.unsealedIntake),
               "webhooks": [\(webhooks.map(\.json).joined(separator: ", "))],
-              "call_rates": \(rates.json)
+              "call_rates": \(rates.json),
+              "audit": \(audit.json)
             }
 
             """
     }
 
-    static func table(_ statistics: QueueStatistics, paused: [AppPause], webhooks: [DeliveryState] = [], rates: CallRates = .init()) -> String {
+    static func table(
+        _ statistics: QueueStatistics,
+        paused: [AppPause],
+        webhooks: [DeliveryState] = [],
+        rates: CallRates = .init(),
+        audit: AuditStatus = .init()
+    ) -> String {
         var text = "Requests by state\n"
         for state in RevocationState.all {
             text += "  " + state.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0) + String(statistics.byState[state] ?? 0) + "\n"
@@ -163,7 +212,7 @@ struct StatusCommand: AsyncParsableCommand {
                 + [["all apps", CallRates.number(rates.global), CallRates.number(rates.apps.map(\.observed).reduce(0, +))]]
             text += aligned(rows)
         }
-        return text
+        return text + audit.table
     }
 
     /// Rows in columns as wide as their widest cell, indented by two spaces.
