@@ -80,6 +80,23 @@ struct IdentityTokenTests {
         }
     }
 
+    @Test func applesMaxAgeExpiresCachedKeysSoARetiredKeyStopsVerifying() async throws {
+        try await RunningSandbox.with(configuration: .init(keysMaxAge: .zero)) { sandbox in
+            try await sandbox.withClient { client in
+                let keys = AppleKeySet(client: client, minimumRefreshInterval: .zero)
+                let verifier = AppleIdentityTokenVerifier(keys: keys)
+                let old = try await sandbox.admin.mintIdentityToken(.init(subject: "s", audience: clientID))
+                #expect(try await verifier.verify(old, clientID: clientID).subject.value == "s")
+                // Apple stops publishing the key: its max-age has passed, so the cache asks again.
+                _ = try await sandbox.admin.rotateKeys(retire: true)
+                await expectFailure(.unknownSigningKey) { try await verifier.verify(old, clientID: clientID) }
+                let fresh = try await sandbox.admin.mintIdentityToken(.init(subject: "s2", audience: clientID))
+                #expect(try await verifier.verify(fresh, clientID: clientID).subject.value == "s2")
+                #expect(await keys.fetches == 3)
+            }
+        }
+    }
+
     @Test func booleanAndStringFlagsBothDecode() throws {
         let base = #""iss":"https://appleid.apple.com","sub":"s","aud":"a","iat":1,"exp":2"#
         let strings = try JSONDecoder().decode(

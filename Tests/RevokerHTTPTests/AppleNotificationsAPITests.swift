@@ -216,6 +216,42 @@ struct AppleNotificationsAPITests {
         }
     }
 
+    // MARK: Apple's keys are asked for sparingly
+
+    /// Sends `count` notifications signed under a `kid` Apple does not publish, all at once; their statuses.
+    static func unknownKeys(_ api: APIHarness, count: Int) async throws -> [Int] {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<count {
+                group.addTask { try await Self.notify(api, "email-enabled", subject: "u-\(index)", variant: .unknownKey).status }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test func whileApplesKeysFailAFloodOfUnknownKidsMakesOneFetch() async throws {
+        try await APIHarness.with { api in
+            try await api.stack.sandbox.admin.setKeyFaults(.init(internalErrorRate: 1))
+            let statuses = try await Self.unknownKeys(api, count: 100)
+            #expect(statuses.allSatisfy { $0 == 503 }, "\(statuses)")
+            // A failed fetch holds off the next one as a successful one does.
+            #expect(try await Self.unknownKeys(api, count: 10).allSatisfy { $0 == 503 })
+            let fetches = try await api.stack.sandbox.admin.statistics().byOutcome.filter { $0.key.hasPrefix("/auth/keys ") }
+            #expect(fetches == ["/auth/keys 500 -": 1], "\(fetches)")
+            #expect(try await Self.storedNotifications(api) == 0)
+        }
+    }
+
+    @Test func onceApplesKeysAreCachedUnknownKidsAndAZeroMaxAgeMakeNoFurtherFetch() async throws {
+        try await APIHarness.with(sandbox: .init(keysMaxAge: .zero)) { api in
+            #expect(try await Self.notify(api, "email-enabled", subject: "u-0").status == 200)
+            for index in 1...5 { #expect(try await Self.notify(api, "email-enabled", subject: "u-\(index)").status == 200) }
+            let statuses = try await Self.unknownKeys(api, count: 50)
+            #expect(statuses.allSatisfy { $0 == 400 }, "\(statuses)")
+            let fetches = try await api.stack.sandbox.admin.statistics().byOutcome.filter { $0.key.hasPrefix("/auth/keys ") }
+            #expect(fetches == ["/auth/keys 200 -": 1], "\(fetches)")
+        }
+    }
+
     @Test func aDatabaseOutageAnswers503SoThatNothingAnswered200IsLost() async throws {
         try await PrivatePostgres.with { server in
             try await APIHarness.with(http: ["database_timeout_seconds": 3], server: server.url) { api in

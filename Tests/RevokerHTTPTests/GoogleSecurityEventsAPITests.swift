@@ -176,4 +176,58 @@ struct GoogleSecurityEventsAPITests {
             #expect(try await google.grant(revokedGrant.grantID).calls.map(\.status) == [400])
         }
     }
+
+    // MARK: Google's keys are asked for sparingly
+
+    /// Sends `count` genuine security events at once; their statuses.
+    static func sendConcurrently(_ api: APIHarness, count: Int) async throws -> [Int] {
+        let url = api.baseURL + "/v1/google/risc"
+        return try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    try await api.stack.sandbox.google.sendSecurityEvent(
+                        .init(url: url, audience: Self.web, subject: "u-\(index)", type: "sessions-revoked")
+                    ).status
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    /// Fetches of the discovery document and of the key set the Google sandbox answered, by status.
+    static func keyFetches(_ api: APIHarness) async throws -> (discovery: [String: Int], certs: [String: Int]) {
+        let outcomes = try await api.stack.sandbox.google.statistics().byOutcome
+        func fetches(_ endpoint: String) -> [String: Int] { outcomes.filter { $0.key.hasPrefix(endpoint + " ") } }
+        return (fetches("/.well-known/risc-configuration"), fetches("/oauth2/v3/certs"))
+    }
+
+    @Test func aZeroMaxAgeIsRaisedSoEventsDoNotEachFetchTheDiscoveryDocumentAndTheKeys() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web], google: .init(certsMaxAge: .zero)) { api in
+            let url = api.baseURL + "/v1/google/risc"
+            for index in 0..<10 {
+                let sent = try await api.stack.sandbox.google.sendSecurityEvent(
+                    .init(url: url, audience: Self.web, subject: "u-\(index)", type: "sessions-revoked")
+                )
+                #expect(sent.status == 202, "\(sent.body)")
+            }
+            #expect(try await Self.sendConcurrently(api, count: 20).allSatisfy { $0 == 202 })
+            let fetches = try await Self.keyFetches(api)
+            #expect(fetches.discovery == ["/.well-known/risc-configuration 200 -": 1], "\(fetches)")
+            #expect(fetches.certs == ["/oauth2/v3/certs 200 -": 1], "\(fetches)")
+        }
+    }
+
+    @Test func whileGooglesKeysFailAFloodOfEventsMakesOneFetch() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+            try await api.stack.sandbox.google.setKeyFaults(.init(internalErrorRate: 1))
+            let statuses = try await Self.sendConcurrently(api, count: 50)
+            #expect(statuses.allSatisfy { $0 == 503 }, "\(statuses)")
+            // Sent one after another, within the interval: no fetch at all.
+            #expect(try await Self.sendConcurrently(api, count: 1) == [503])
+            let fetches = try await Self.keyFetches(api)
+            #expect(fetches.discovery == ["/.well-known/risc-configuration 500 -": 1], "\(fetches)")
+            #expect(fetches.certs.isEmpty, "\(fetches)")
+            #expect(try await Self.storedEvents(api) == 0)
+        }
+    }
 }
