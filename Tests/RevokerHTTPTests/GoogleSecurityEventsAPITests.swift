@@ -230,4 +230,58 @@ struct GoogleSecurityEventsAPITests {
             #expect(try await Self.storedEvents(api) == 0)
         }
     }
+
+    // MARK: A broken body is the sender's doing
+
+    static let shortTimeouts: [String: any Sendable] = ["header_timeout_seconds": 1, "body_timeout_seconds": 1, "idle_timeout_seconds": 5]
+
+    static func riscHead(length: Int? = nil, chunked: Bool = false) -> String {
+        "POST /v1/google/risc HTTP/1.1\r\nHost: test\r\nContent-Type: application/secevent+jwt\r\n"
+            + (chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(length ?? 0)\r\n") + "\r\n"
+    }
+
+    struct BrokenBody: Sendable, CustomTestStringConvertible {
+        var name: String
+        var request: String
+        /// Half-closes after sending (the end of the stream ends the body).
+        var finish: Bool
+        /// Sends the body one byte at a time after the head.
+        var trickle: String?
+        var status: Int
+        var testDescription: String { name }
+    }
+
+    static let brokenBodies: [BrokenBody] = [
+        BrokenBody(name: "shorter than Content-Length, left open", request: riscHead(length: 400) + "eyJhbGciOi", finish: false, status: 408),
+        BrokenBody(name: "shorter than Content-Length, then a half-close", request: riscHead(length: 400) + "eyJhbGciOi", finish: true, status: 400),
+        BrokenBody(name: "an impossible chunk size", request: riscHead(chunked: true) + "ZZZZZZZZ\r\nx.y.z\r\n0\r\n\r\n", finish: true, status: 400),
+        BrokenBody(name: "a truncated chunk, then a half-close", request: riscHead(chunked: true) + "80\r\neyJhbGciOi", finish: true, status: 400),
+        BrokenBody(
+            name: "trickled byte by byte",
+            request: riscHead(length: 200),
+            finish: false,
+            trickle: String(repeating: "eyJhbGciOiJSUzI1NiJ9", count: 10),
+            status: 408
+        ),
+    ]
+
+    @Test(arguments: brokenBodies)
+    func aBrokenBodyIsAnswered400Or408AndIsNoKeyFailure(_ broken: BrokenBody) async throws {
+        try await APIHarness.with(http: Self.shortTimeouts, googleClientIDs: [Self.web]) { api in
+            let port = try #require(URL(string: api.baseURL)?.port)
+            let connection = try await RawConnection.open(port: port)
+            try await connection.send(broken.request)
+            for character in broken.trickle ?? "" {
+                if await connection.closes(within: .milliseconds(200)) { break }
+                try? await connection.send(String(character))
+            }
+            if broken.finish { try? await connection.finishSending() }
+            #expect(await connection.closes(within: .seconds(20)))
+            #expect(connection.text.hasPrefix("HTTP/1.1 \(broken.status)"), "answered \(broken.status): \(connection.text.prefix(80))")
+            #expect(!api.stack.logs.all.contains { $0.contains("Could not fetch Google's keys") }, "logged as a key-fetch failure")
+            let metrics = try await api.call(.GET, "/metrics", key: nil).text
+            #expect(!metrics.contains("keys_unavailable"), "counted as a key-fetch failure")
+            #expect(try await Self.storedEvents(api) == 0)
+        }
+    }
 }
