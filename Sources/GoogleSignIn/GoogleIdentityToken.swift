@@ -94,6 +94,7 @@ public struct GoogleKeySet: Sendable {
         } catch let rejection as RS256KeySet.Rejection {
             switch rejection {
             case .malformed: throw GoogleSignInError(malformed, "\(noun) is not a well-formed JWS with Google's claims.")
+            case .criticalHeader: throw GoogleSignInError(malformed, "\(noun) names critical header parameters (crit), which are not supported.")
             case .unsupportedAlgorithm: throw GoogleSignInError(.unsupportedAlgorithm, "\(noun) is not signed with RS256.")
             case .missingKeyID: throw GoogleSignInError(malformed, "\(noun) names no signing key (kid).")
             case .unknownKey: throw GoogleSignInError(.unknownSigningKey, "\(noun) is signed with a key Google does not publish.")

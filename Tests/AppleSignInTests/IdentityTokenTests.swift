@@ -80,6 +80,27 @@ struct IdentityTokenTests {
         }
     }
 
+    @Test(arguments: SandboxTokenBend.allCases)
+    func aCriticalHeaderOrBytesAroundTheSignatureAreRefused(_ bend: SandboxTokenBend) async throws {
+        try await withVerifier { sandbox, verifier in
+            let bent = try await sandbox.admin.mintIdentityToken(.init(subject: "s", audience: clientID, bend: bend))
+            await expectFailure(.malformedIdentityToken) { try await verifier.verify(bent, clientID: clientID) }
+        }
+    }
+
+    @Test func anythingAfterTheSignatureIsRefused() async throws {
+        try await withVerifier { sandbox, verifier in
+            let token = try await sandbox.admin.mintIdentityToken(.init(subject: "s", audience: clientID))
+            #expect(try await verifier.verify(token, clientID: clientID).subject.value == "s")
+            for suffix in [" ", "\n", "\r\n", "\t", "=", "==", ".", "..", ".e30", "%3D", "\0"] {
+                await #expect("suffix \(suffix.debugDescription)") {
+                    _ = try await verifier.verify(token + suffix, clientID: clientID)
+                } throws: { ($0 as? AppleSignInError)?.code == .malformedIdentityToken }
+            }
+            await expectFailure(.malformedIdentityToken) { try await verifier.verify(" " + token, clientID: clientID) }
+        }
+    }
+
     @Test func applesMaxAgeExpiresCachedKeysSoARetiredKeyStopsVerifying() async throws {
         try await RunningSandbox.with(configuration: .init(keysMaxAge: .zero)) { sandbox in
             try await sandbox.withClient { client in

@@ -238,6 +238,15 @@ struct GoogleIdentityTokenTests {
         #expect(RS256KeySet.retryInterval(afterFailures: 3, minimumRefreshInterval: .zero) == .zero)
     }
 
+    @Test(arguments: [GoogleSandboxAdmin.Signature.criticalHeader, .paddedSignature, .trailingPeriod, .nonCanonicalSignature])
+    func aCriticalHeaderOrBytesAroundTheSignatureAreRefused(_ signature: GoogleSandboxAdmin.Signature) async throws {
+        try await withProvider { sandbox, provider, app in
+            await #expect {
+                _ = try await verify(sandbox, provider, app, .init(subject: "u", audience: [app.clientID], signature: signature))
+            } throws: { ($0 as? GoogleSignInError)?.code == .malformedIdentityToken }
+        }
+    }
+
     @Test func keysThatCannotBeFetchedAreATransientFailure() async throws {
         try await RunningSandbox.with { sandbox in
             let configuration = GoogleClient.Configuration(

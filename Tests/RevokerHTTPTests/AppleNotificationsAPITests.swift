@@ -216,6 +216,18 @@ struct AppleNotificationsAPITests {
         }
     }
 
+    @Test(arguments: [SandboxAdmin.NotificationVariant.criticalHeader, .paddedSignature, .trailingPeriod, .nonCanonicalSignature])
+    func aCriticalHeaderOrBytesAroundTheSignatureAreRefused(_ variant: SandboxAdmin.NotificationVariant) async throws {
+        try await APIHarness.with { api in
+            try await api.stack.enqueue(clientID: Self.notes, reference: "r-1", kind: .refreshToken, subject: "user-1", appleUserID: "user-1")
+            let delivery = try await Self.notify(api, "account-delete", subject: "user-1", variant: variant)
+            #expect(delivery.status == 400, "\(variant): \(delivery.status) \(delivery.body)")
+            #expect(delivery.body.contains("\"field\":\"payload\""), "\(delivery.body)")
+            #expect(try await Self.storedNotifications(api) == 0)
+            #expect(try await api.stack.requests().first?.state == .pending)
+        }
+    }
+
     // MARK: Apple's keys are asked for sparingly
 
     /// Sends `count` notifications signed under a `kid` Apple does not publish, all at once; their statuses.

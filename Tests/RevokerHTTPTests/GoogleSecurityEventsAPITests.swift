@@ -98,6 +98,10 @@ struct GoogleSecurityEventsAPITests {
         (.tooOld, "invalid_request"),
         (.twoEvents, "invalid_request"),
         (.malformedSubject, "invalid_request"),
+        (.criticalHeader, "invalid_request"),
+        (.paddedSignature, "invalid_request"),
+        (.trailingPeriod, "invalid_request"),
+        (.nonCanonicalSignature, "invalid_request"),
     ])
     func aTokenWrongInOneWayIsRefusedWithRFC8935sCodeAndStoresNothing(variant: GoogleSandboxAdmin.Variant, code: String) async throws {
         try await APIHarness.with(googleClientIDs: [Self.web]) { api in

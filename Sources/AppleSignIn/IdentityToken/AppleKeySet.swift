@@ -56,6 +56,8 @@ public struct AppleKeySet: Sendable {
         } catch let rejection as RS256KeySet.Rejection {
             switch rejection {
             case .malformed: throw AppleSignInError(subject.malformed, "\(subject.noun) is not a well-formed JWS.")
+            case .criticalHeader:
+                throw AppleSignInError(subject.malformed, "\(subject.noun) names critical header parameters (crit), which are not supported.")
             case .unsupportedAlgorithm: throw AppleSignInError(.unsupportedAlgorithm, "\(subject.noun) is not signed with RS256.")
             case .missingKeyID: throw AppleSignInError(subject.malformed, "\(subject.noun) names no signing key (kid).")
             case .unknownKey: throw AppleSignInError(.unknownSigningKey, "\(subject.noun) is signed with a key Apple does not publish.")

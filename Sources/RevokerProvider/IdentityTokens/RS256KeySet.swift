@@ -28,8 +28,12 @@ public actor RS256KeySet {
 
     /// Why a token's signature was not accepted.
     public enum Rejection: Error, Sendable, Equatable {
-        /// Not a compact JWS, or its payload does not decode as the expected claims.
+        /// Not exactly a compact JWS (three canonical base64url parts and nothing else), or its
+        /// payload does not decode as the expected claims.
         case malformed
+        /// The header has a `crit` parameter: it names extensions the token needs understood,
+        /// and this verifier understands none (RFC 7515 §4.1.11).
+        case criticalHeader
         /// Signed with another algorithm than RS256 (`none` and HS256 among them).
         case unsupportedAlgorithm
         /// The header names no `kid`.
@@ -61,17 +65,22 @@ public actor RS256KeySet {
     }
 
     /// Checks that `token` is a compact JWS whose header says RS256 with a `kid` the provider
-    /// publishes, and that its signature verifies with that key; returns the `kid` and the
-    /// payload. Only the signature is checked here: the caller checks every claim.
+    /// publishes and no `crit`, and that its signature verifies with that key; returns the `kid`
+    /// and the payload. Only the signature is checked here: the caller checks every claim.
     ///
     /// Throws ``Rejection``, or what `fetch` threw when the keys cannot be fetched.
     public func verify<Payload: JWTPayload>(_ token: String, as _: Payload.Type) async throws -> (kid: String, payload: Payload) {
+        // jwt-kit accepts padding and non-canonical final characters, which would give one
+        // signature many spellings: only the canonical form goes on.
+        guard Self.isCanonicalCompactJWS(token) else { throw Rejection.malformed }
         let header: JWTHeader
         do {
             header = try DefaultJWTParser().parse(Array(token.utf8), as: Payload.self).header
         } catch {
             throw Rejection.malformed
         }
+        // jwt-kit ignores `crit`; a token that needs an extension understood is refused.
+        guard header.fields["crit"] == nil else { throw Rejection.criticalHeader }
         // One algorithm only: `none`, HS256 keyed with the public key and the like never reach a key.
         guard header.alg == "RS256" else { throw Rejection.unsupportedAlgorithm }
         guard let kid = header.kid, !kid.isEmpty else { throw Rejection.missingKeyID }
@@ -145,5 +154,41 @@ public actor RS256KeySet {
         nextAttempt = now + minimumRefreshInterval
         let lifetime = min(max(maxAge ?? Self.defaultLifetime, minimumRefreshInterval), Self.maximumLifetime)
         expiresAt = now + lifetime
+    }
+
+    /// Whether `token` is exactly `header.payload.signature`: three parts of unpadded base64url,
+    /// each in its one canonical spelling (the unused bits of the last character zero), with
+    /// nothing before, between or after them. Only the signature may be empty (`alg: none` is
+    /// then refused by its algorithm).
+    public static func isCanonicalCompactJWS(_ token: String) -> Bool {
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else { return false }
+        return parts.allSatisfy(isCanonicalBase64URL)
+    }
+
+    static func isCanonicalBase64URL(_ text: some Collection<UInt8>) -> Bool {
+        let remainder = text.count % 4
+        guard remainder != 1 else { return false }
+        var last: UInt8 = 0
+        for byte in text {
+            guard let value = base64URLValue(byte) else { return false }
+            last = value
+        }
+        switch remainder {
+        case 2: return last & 0x0F == 0
+        case 3: return last & 0x03 == 0
+        default: return true
+        }
+    }
+
+    static func base64URLValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): byte - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): byte - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): 62
+        case UInt8(ascii: "_"): 63
+        default: nil
+        }
     }
 }
