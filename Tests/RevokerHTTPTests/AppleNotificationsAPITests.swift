@@ -210,9 +210,31 @@ struct AppleNotificationsAPITests {
             #expect(own.status == 200, "\(own.body)")
             let other = try await Self.notify(api, "email-enabled", subject: "u", path: "/v1/apple/notifications/\(Self.photos)")
             #expect(other.status == 400 && other.body.contains("another app"), "\(other.body)")
-            let unknown = try await Self.notify(api, "email-enabled", subject: "u", path: "/v1/apple/notifications/com.example.unknown")
-            #expect(unknown.status == 404, "\(unknown.body)")
             #expect(try await Self.storedNotifications(api) == 1)
+        }
+    }
+
+    @Test func anUnknownAppsURLAnswersAsAKnownOneSoBundleIDsCannotBeEnumerated() async throws {
+        try await APIHarness.with { api in
+            let unknownPath = "/v1/apple/notifications/com.example.unknown"
+            let knownPath = "/v1/apple/notifications/\(Self.photos)"
+            // A genuine notification for another app, at a known and at an unknown app's URL.
+            let known = try await Self.notify(api, "account-delete", subject: "u", path: knownPath)
+            let unknown = try await Self.notify(api, "account-delete", subject: "u", path: unknownPath)
+            #expect(known.status == 400, "\(known.body)")
+            #expect(unknown.status == known.status && unknown.body == known.body, "\(unknown.status) \(unknown.body) vs \(known.body)")
+            // A notification addressed to the unknown app itself, and bodies that are no notification.
+            let addressed = try await Self.notify(api, "account-delete", subject: "u", clientID: "com.example.unknown", path: unknownPath)
+            #expect(addressed.status == 400 && addressed.body == known.body, "\(addressed.status) \(addressed.body)")
+            for body in ["{\"payload\":\"a.b.c\"}", "not json", "{}"] {
+                let atKnown = try await api.call(.POST, knownPath, key: nil, body: Data(body.utf8))
+                let atUnknown = try await api.call(.POST, unknownPath, key: nil, body: Data(body.utf8))
+                #expect(atKnown.status == 400 && atUnknown.status == atKnown.status, "\(body): \(atKnown.status) vs \(atUnknown.status)")
+                #expect(atUnknown.text == atKnown.text, "\(body): \(atUnknown.text) vs \(atKnown.text)")
+                #expect(atUnknown.headers.first(name: "Content-Type") == atKnown.headers.first(name: "Content-Type"))
+            }
+            #expect(try await Self.storedNotifications(api) == 0)
+            #expect(try await Self.writtenEvents(api) == 0)
         }
     }
 
