@@ -45,6 +45,11 @@ extension AppleSandbox {
             issuedAt: now,
             expires: now.addingTimeInterval(body.expiresIn ?? TimeInterval(configuration.identityTokenLifetime.components.seconds))
         )
-        return Self.json(SandboxAdmin.Value(value: try await identityTokens.sign(claims)), status: .created)
+        guard let bend = body.bend else { return Self.json(SandboxAdmin.Value(value: try await identityTokens.sign(claims)), status: .created) }
+        // Signed by hand to bend: the typed claims go through JSON first.
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        let object = try JSONSerialization.jsonObject(with: try encoder.encode(claims)) as? [String: Any] ?? [:]
+        return Self.json(SandboxAdmin.Value(value: try await identityTokens.sign(claims: object, .bent(bend))), status: .created)
     }
 }

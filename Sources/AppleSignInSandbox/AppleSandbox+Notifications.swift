@@ -42,6 +42,7 @@ extension AppleSandbox {
         ]
         switch variant {
         case .genuine, .forged, .unknownKey, .algorithmNone, .hmacWithPublicKey: break
+        case .criticalHeader, .paddedSignature, .trailingPeriod, .nonCanonicalSignature: break
         case .expired:
             claims["iat"] = issuedAt - 2 * 86_400
             claims["exp"] = issuedAt - 3600
@@ -56,7 +57,7 @@ extension AppleSandbox {
             case .unknownKey: .unknownKey
             case .algorithmNone: .algorithmNone
             case .hmacWithPublicKey: .hmacWithPublicKey
-            default: .genuine
+            default: variant.bend.map { .bent($0) } ?? .genuine
             }
         return try await identityTokens.sign(claims: claims, signature)
     }

@@ -16,8 +16,8 @@ import ServiceLifecycle
 /// `/auth/token`, `/auth/revoke` and `/auth/keys` behave as Apple documents them: client
 /// secrets are verified against the registered key, codes are single-use and short-lived,
 /// refresh tokens validate until revoked, revoke answers 200 with an empty body whatever the
-/// token. `/sandbox/*` is the admin surface: register apps, sign users in, inject faults, and
-/// read back what really happened to each grant. It has no authentication: bind it to loopback.
+/// token. `/sandbox/*` is the admin surface: register apps, sign users in, inject faults (into
+/// `/auth/keys` apart), and read back what really happened to each grant and each key fetch. It has no authentication: bind it to loopback.
 public struct AppleSandbox: Sendable {
     /// How strict and how faulty the sandbox is.
     public struct Configuration: Sendable {
@@ -29,17 +29,21 @@ public struct AppleSandbox: Sendable {
         public var clockSkew: Duration
         /// Faults injected from the start.
         public var faults: SandboxFaults
+        /// The `max-age` `/auth/keys` is served with; none when nil.
+        public var keysMaxAge: Duration?
 
         public init(
             codeLifetime: Duration = .seconds(300),
             identityTokenLifetime: Duration = .seconds(600),
             clockSkew: Duration = .seconds(60),
-            faults: SandboxFaults = .none
+            faults: SandboxFaults = .none,
+            keysMaxAge: Duration? = nil
         ) {
             self.codeLifetime = codeLifetime
             self.identityTokenLifetime = identityTokenLifetime
             self.clockSkew = clockSkew
             self.faults = faults
+            self.keysMaxAge = keysMaxAge
         }
     }
 
@@ -84,13 +88,7 @@ public struct AppleSandbox: Sendable {
         router.add(middleware: SandboxConnectionMiddleware(connections: connections))
         router.post("auth/token") { request, context in try await self.token(request, context: context) }
         router.post("auth/revoke") { request, context in try await self.revoke(request, context: context) }
-        router.get("auth/keys") { _, _ in
-            Response(
-                status: .ok,
-                headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(data: await self.identityTokens.jwksJSON))
-            )
-        }
+        router.get("auth/keys") { _, context in try await self.keys(context: context) }
         let admin = router.group("sandbox")
         admin.post("apps") { request, context in try await self.registerApp(request, context: context) }
         admin.post("codes") { request, context in try await self.mint(request, context: context, kind: nil) }
@@ -99,7 +97,10 @@ public struct AppleSandbox: Sendable {
         admin.post("id-tokens") { request, context in try await self.mintIdentityToken(request, context: context) }
         admin.post("notifications") { request, context in try await self.sendNotification(request, context: context) }
         admin.post("notifications/replay") { request, context in try await self.replayNotification(request, context: context) }
-        admin.post("keys/rotate") { _, _ in Self.json(SandboxAdmin.Value(value: try await self.identityTokens.rotate())) }
+        admin.post("keys/rotate") { request, context in
+            let body = try await request.decode(as: SandboxAdmin.RotateKeys.self, context: context)
+            return Self.json(SandboxAdmin.Value(value: try await self.identityTokens.rotate(retire: body.retire ?? false)))
+        }
         admin.get("grants") { _, _ in Self.json(await self.state.reports()) }
         admin.get("grants/:id") { _, context in
             guard let id = context.parameters.get("id"), let report = await self.state.report(id) else { throw HTTPError(.notFound) }
@@ -112,6 +113,13 @@ public struct AppleSandbox: Sendable {
             let faults = try await request.decode(as: SandboxFaults.self, context: context)
             if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
             await self.state.setFaults(faults)
+            return Self.json(faults)
+        }
+        admin.get("key-faults") { _, _ in Self.json(await self.state.keyFaults) }
+        admin.put("key-faults") { request, context in
+            let faults = try await request.decode(as: SandboxFaults.self, context: context)
+            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
+            await self.state.setKeyFaults(faults)
             return Self.json(faults)
         }
         return router
@@ -184,6 +192,19 @@ public struct AppleSandbox: Sendable {
         } catch let answer as SandboxAnswer {
             return answer.response
         }
+    }
+
+    /// `/auth/keys`: the published keys, with ``Configuration/keysMaxAge`` when one is set;
+    /// every fetch is counted, as a receiver must not fetch once per token.
+    func keys(context: SandboxRequestContext) async throws -> Response {
+        let endpoint = AppleEndpoint.keys.rawValue
+        let now = Date()
+        let faults = await state.keyFaults
+        if let answer = try await injectFault(faults, endpoint: endpoint, grantID: nil, now: now, context: context) { return answer }
+        await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let maxAge = configuration.keysMaxAge { headers[.cacheControl] = "public, max-age=\(maxAge.components.seconds)" }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(data: await identityTokens.jwksJSON)))
     }
 
     func revoke(_ request: Request, context: SandboxRequestContext) async throws -> Response {

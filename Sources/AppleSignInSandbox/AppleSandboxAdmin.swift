@@ -64,9 +64,10 @@ public struct AppleSandboxAdmin: Sendable {
         try await decode(send(.POST, "/sandbox/notifications/replay", body: SandboxAdmin.Replay(jti: jti, url: url)))
     }
 
-    /// Publishes a new signing key and returns its `kid`.
-    public func rotateKeys() async throws -> String {
-        try await decode(send(.POST, "/sandbox/keys/rotate", body: [String: String]()), as: SandboxAdmin.Value.self).value
+    /// Publishes a new signing key and returns its `kid`; with `retire`, the older keys stop
+    /// being published.
+    public func rotateKeys(retire: Bool = false) async throws -> String {
+        try await decode(send(.POST, "/sandbox/keys/rotate", body: SandboxAdmin.RotateKeys(retire: retire)), as: SandboxAdmin.Value.self).value
     }
 
     /// What happened to one grant.
@@ -79,7 +80,7 @@ public struct AppleSandboxAdmin: Sendable {
         try await decode(send(.GET, "/sandbox/grants"))
     }
 
-    /// Counters over all `/auth/*` calls.
+    /// Counters over all `/auth/*` calls (`/auth/keys` fetches among them).
     public func statistics() async throws -> SandboxStatistics {
         try await decode(send(.GET, "/sandbox/statistics"))
     }
@@ -92,6 +93,11 @@ public struct AppleSandboxAdmin: Sendable {
     /// Replaces the injected faults.
     public func setFaults(_ faults: SandboxFaults) async throws {
         _ = try await send(.PUT, "/sandbox/faults", body: faults)
+    }
+
+    /// Replaces the faults injected into `/auth/keys` (and nothing else).
+    public func setKeyFaults(_ faults: SandboxFaults) async throws {
+        _ = try await send(.PUT, "/sandbox/key-faults", body: faults)
     }
 
     private func send(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = [String: String]?.none) async throws -> ByteBuffer {

@@ -50,17 +50,21 @@ extension SandboxAdmin {
             case audience
             case issuer
             case expiresIn = "expires_in"
+            case bend
         }
         public var subject: String
         public var audience: String
         public var issuer: String?
         /// Seconds from now; negative for an already expired token.
         public var expiresIn: Double?
-        public init(subject: String, audience: String, issuer: String? = nil, expiresIn: Double? = nil) {
+        /// Bent in a way a strict verifier refuses; as Apple signs when nil.
+        public var bend: SandboxTokenBend?
+        public init(subject: String, audience: String, issuer: String? = nil, expiresIn: Double? = nil, bend: SandboxTokenBend? = nil) {
             self.subject = subject
             self.audience = audience
             self.issuer = issuer
             self.expiresIn = expiresIn
+            self.bend = bend
         }
     }
 }
@@ -131,6 +135,17 @@ extension SandboxAdmin {
         case wrongIssuer = "wrong_iss"
         /// `events` an object instead of a JSON string.
         case malformedEvents = "malformed_events"
+        /// A `crit` header parameter (``SandboxTokenBend``).
+        case criticalHeader = "crit_header"
+        /// `==` after the signature.
+        case paddedSignature = "padded_signature"
+        /// A period after the signature.
+        case trailingPeriod = "trailing_period"
+        /// The signature's last character with its unused bits set.
+        case nonCanonicalSignature = "noncanonical_signature"
+
+        /// The bend of a bent variant.
+        var bend: SandboxTokenBend? { SandboxTokenBend(rawValue: rawValue) }
     }
 
     /// `POST /sandbox/notifications/replay`: sends a notification sent before again, byte for byte.
@@ -151,5 +166,14 @@ extension SandboxAdmin {
         public var status: Int
         /// The receiver's body (at most 4 KiB).
         public var body: String
+    }
+}
+
+extension SandboxAdmin {
+    /// `POST /sandbox/keys/rotate`.
+    public struct RotateKeys: Codable, Sendable {
+        /// Stop publishing every older key.
+        public var retire: Bool?
+        public init(retire: Bool? = nil) { self.retire = retire }
     }
 }

@@ -30,6 +30,8 @@ actor SandboxState {
     private var codes: [String: String] = [:]
     private var tokens: [String: (grantID: String, kind: TokenKind)] = [:]
     private(set) var faults: SandboxFaults
+    /// Faults of `/auth/keys` alone, so a test can fail Apple's keys without failing its calls.
+    private(set) var keyFaults = SandboxFaults.none
     private var statistics = SandboxStatistics()
     /// Client secrets whose signature verified, by digest, with the app they verified for.
     private var acceptedSecrets: [SHA256.Digest: ClientSecretCheck.Verified] = [:]
@@ -48,6 +50,8 @@ actor SandboxState {
     func app(_ clientID: String) -> App? { apps[clientID] }
 
     func setFaults(_ faults: SandboxFaults) { self.faults = faults }
+
+    func setKeyFaults(_ faults: SandboxFaults) { self.keyFaults = faults }
 
     func newGrant(clientID: String, subject: String) -> String {
         let id = UUID().uuidString.lowercased()

@@ -116,7 +116,7 @@ public struct GoogleClient: Sendable {
                 detail: "HTTP 200 with a body that is not a JSON key set"
             )
         }
-        return (jwks, response.headers.first(name: "Cache-Control").flatMap(Self.maxAge))
+        return (jwks, response.headers.first(name: "Cache-Control").flatMap(CacheControl.maxAge))
     }
 
     /// POSTs a form to `/token`: an authorization-code exchange or a refresh.
@@ -175,16 +175,6 @@ public struct GoogleClient: Sendable {
         }
     }
 
-    /// `max-age` from a `Cache-Control` value; nil when absent or unreadable.
-    static func maxAge(_ cacheControl: String) -> Duration? {
-        for directive in cacheControl.split(separator: ",") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if parts.count == 2, parts[0].lowercased() == "max-age", let seconds = Int64(parts[1]), seconds >= 0 {
-                return .seconds(seconds)
-            }
-        }
-        return nil
-    }
 }
 
 /// A successful answer from `/token`. Holds live tokens: its descriptions show which fields

@@ -61,26 +61,24 @@ public struct GoogleIdentityClaims: JWTPayload, Equatable {
     public func verify(using _: some JWTAlgorithm) {}
 }
 
-/// Google's identity-token keys from its JWKS, cached per `Cache-Control: max-age` and fetched
-/// again for an unknown `kid` at most once per `minimumRefreshInterval`.
+/// Google's identity-token keys from its JWKS, cached per `Cache-Control: max-age` (at least
+/// `minimumRefreshInterval`, at most a day) and fetched again for an unknown `kid`, one fetch at
+/// a time and at most once per `minimumRefreshInterval`, failures included (``RS256KeySet``).
 public struct GoogleKeySet: Sendable {
     public let keys: RS256KeySet
 
     public init(client: GoogleClient, minimumRefreshInterval: Duration = .seconds(60)) {
-        self.init(minimumRefreshInterval: minimumRefreshInterval) { try await client.keys() }
+        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) { try await client.keys() }
     }
 
-    /// The keys of Cross-Account Protection's security events (`jwks_uri` of its discovery document).
+    /// The keys of Cross-Account Protection's security events: the `jwks_uri` of its discovery
+    /// document, which is read again only when the keys are (so under the same limits).
     public static func risc(client: GoogleClient, minimumRefreshInterval: Duration = .seconds(60)) -> GoogleKeySet {
-        GoogleKeySet(minimumRefreshInterval: minimumRefreshInterval) { try await client.riscKeys() }
+        GoogleKeySet(keys: RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) { try await client.riscKeys() })
     }
 
-    private init(minimumRefreshInterval: Duration, fetch: @escaping @Sendable () async throws -> (keys: JWKS, maxAge: Duration?)) {
-        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) {
-            let (jwks, maxAge) = try await fetch()
-            // Without a max-age, an hour: keys Google retires must not stay trusted for ever.
-            return (jwks, maxAge ?? .seconds(3600))
-        }
+    private init(keys: RS256KeySet) {
+        self.keys = keys
     }
 
     /// Checks the signature (RS256, a published `kid`) and decodes the payload; `noun` names
@@ -96,6 +94,7 @@ public struct GoogleKeySet: Sendable {
         } catch let rejection as RS256KeySet.Rejection {
             switch rejection {
             case .malformed: throw GoogleSignInError(malformed, "\(noun) is not a well-formed JWS with Google's claims.")
+            case .criticalHeader: throw GoogleSignInError(malformed, "\(noun) names critical header parameters (crit), which are not supported.")
             case .unsupportedAlgorithm: throw GoogleSignInError(.unsupportedAlgorithm, "\(noun) is not signed with RS256.")
             case .missingKeyID: throw GoogleSignInError(malformed, "\(noun) names no signing key (kid).")
             case .unknownKey: throw GoogleSignInError(.unknownSigningKey, "\(noun) is signed with a key Google does not publish.")

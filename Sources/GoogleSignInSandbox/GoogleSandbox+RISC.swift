@@ -62,6 +62,17 @@ extension GoogleSandboxAdmin {
         case twoEvents = "two_events"
         /// A subject that is not an iss-sub.
         case malformedSubject = "malformed_subject"
+        /// A `crit` header parameter (``SandboxTokenBend``).
+        case criticalHeader = "crit_header"
+        /// `==` after the signature.
+        case paddedSignature = "padded_signature"
+        /// A period after the signature.
+        case trailingPeriod = "trailing_period"
+        /// The signature's last character with its unused bits set.
+        case nonCanonicalSignature = "noncanonical_signature"
+
+        /// The bend of a bent variant.
+        var bend: SandboxTokenBend? { SandboxTokenBend(rawValue: rawValue) }
     }
 
     /// `POST /sandbox/risc/replay`: sends a token sent before again, byte for byte.
@@ -94,15 +105,19 @@ extension GoogleSandbox {
     static let riscIssuer = "https://accounts.google.com/"
 
     func addRISCRoutes(to group: RouterGroup<SandboxRequestContext>, admin: RouterGroup<SandboxRequestContext>) {
-        group.get(".well-known/risc-configuration") { request, _ in
+        group.get(".well-known/risc-configuration") { request, context in
+            if let answer = try await self.injectKeyFault(.riscConfiguration, context: context) { return answer }
+            await self.state.record(endpoint: GoogleEndpoint.riscConfiguration.rawValue, status: 200, error: nil, grantID: nil, now: Date())
             // The keys are this sandbox's own certs, wherever and however it is served (HTTP/2
             // carries the scheme; HTTP/1.1 reaches the sandbox in plain text).
             let host = request.head.authority ?? "127.0.0.1"
             let base = "\(request.head.scheme ?? "http")://\(host)\(request.uri.path.dropLast(GoogleEndpoint.riscConfiguration.rawValue.count))"
-            return SandboxJSON.response([
+            var response = SandboxJSON.response([
                 "issuer": Self.riscIssuer, "jwks_uri": base + GoogleEndpoint.certs.rawValue,
                 "delivery_methods_supported": "https://schemas.openid.net/secevent/risc/delivery-method/push",
             ])
+            response.headers[.cacheControl] = self.cacheControl
+            return response
         }
         admin.post("risc") { request, context in
             let body = try await request.decode(as: GoogleSandboxAdmin.SecurityEvent.self, context: context)
@@ -162,7 +177,7 @@ extension GoogleSandbox {
             case .unknownKey: .unknownKey
             case .algorithmNone: .algorithmNone
             case .hmacWithPublicKey: .hmacWithPublicKey
-            default: .genuine
+            default: variant.bend.map { .bent($0) } ?? .genuine
             }
         return try await keys.sign(claims: claims, header: ["typ": "secevent+jwt"], signature)
     }

@@ -24,7 +24,7 @@ public struct GoogleSandbox: MountableSandbox {
         public var codeLifetime: Duration
         /// How long issued identity tokens are valid (Google: an hour).
         public var identityTokenLifetime: Duration
-        /// The `max-age` the key set is served with.
+        /// The `max-age` the key set and the RISC discovery document are served with.
         public var certsMaxAge: Duration
         /// Faults injected from the start into `/token` and `/revoke`.
         public var faults: SandboxFaults
@@ -80,14 +80,12 @@ public struct GoogleSandbox: MountableSandbox {
         let group = router.group(RouterPath(prefix))
         group.post("token") { request, context in try await self.token(request, context: context) }
         group.post("revoke") { request, context in try await self.revoke(request, context: context) }
-        group.get("oauth2/v3/certs") { _, _ in
+        group.get("oauth2/v3/certs") { _, context in
+            if let answer = try await self.injectKeyFault(GoogleEndpoint.certs, context: context) { return answer }
             await self.state.record(endpoint: GoogleEndpoint.certs.rawValue, status: 200, error: nil, grantID: nil, now: Date())
             return Response(
                 status: .ok,
-                headers: [
-                    .contentType: "application/json; charset=UTF-8",
-                    .cacheControl: "public, max-age=\(self.configuration.certsMaxAge.components.seconds), must-revalidate, no-transform",
-                ],
+                headers: [.contentType: "application/json; charset=UTF-8", .cacheControl: self.cacheControl],
                 body: .init(byteBuffer: ByteBuffer(data: await self.keys.jwksJSON))
             )
         }
@@ -201,6 +199,20 @@ public struct GoogleSandbox: MountableSandbox {
         switch try await SandboxForm.fields(of: request, secretParameters: Self.secretParameters) {
         case .success(let fields): return fields
         case .failure(let problem): throw await refusal(endpoint, nil, now, "invalid_request", problem.reason)
+        }
+    }
+
+    /// How the key set and the discovery document may be cached (``Configuration/certsMaxAge``).
+    var cacheControl: String {
+        "public, max-age=\(configuration.certsMaxAge.components.seconds), must-revalidate, no-transform"
+    }
+
+    /// The key faults' answer to one fetch of the keys or the discovery document, recorded; nil
+    /// when the fetch is to be answered.
+    func injectKeyFault(_ endpoint: GoogleEndpoint, context: SandboxRequestContext) async throws -> Response? {
+        let now = Date()
+        return try await state.keyFaults.inject(context: context) { status, error in
+            await state.record(endpoint: endpoint.rawValue, status: status, error: error, grantID: nil, now: now)
         }
     }
 

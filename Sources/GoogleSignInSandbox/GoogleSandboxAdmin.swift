@@ -81,6 +81,11 @@ public struct GoogleSandboxAdmin: Sendable {
         case algorithmNone = "alg_none"
         /// HS256 keyed with the public key.
         case hmacWithPublicKey = "hs256_public_key"
+        /// The genuine signature, bent (``SandboxTokenBend``).
+        case criticalHeader = "crit_header"
+        case paddedSignature = "padded_signature"
+        case trailingPeriod = "trailing_period"
+        case nonCanonicalSignature = "noncanonical_signature"
 
         var signing: SandboxSigningKeys.Signature {
             switch self {
@@ -89,6 +94,10 @@ public struct GoogleSandboxAdmin: Sendable {
             case .unknownKey: .unknownKey
             case .algorithmNone: .algorithmNone
             case .hmacWithPublicKey: .hmacWithPublicKey
+            case .criticalHeader: .bent(.criticalHeader)
+            case .paddedSignature: .bent(.paddedSignature)
+            case .trailingPeriod: .bent(.trailingPeriod)
+            case .nonCanonicalSignature: .bent(.nonCanonicalSignature)
             }
         }
     }
@@ -204,6 +213,12 @@ public struct GoogleSandboxAdmin: Sendable {
     public func setFaults(_ faults: SandboxFaults) async throws {
         _ = try await transport.send(.PUT, "/sandbox/faults", body: faults)
     }
+
+    /// Replaces the faults injected into the key set and the RISC discovery document (and
+    /// nothing else).
+    public func setKeyFaults(_ faults: SandboxFaults) async throws {
+        _ = try await transport.send(.PUT, "/sandbox/key-faults", body: faults)
+    }
 }
 
 /// The admin routes.
@@ -236,6 +251,13 @@ extension GoogleSandbox {
             let faults = try await request.decode(as: SandboxFaults.self, context: context)
             if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
             await self.state.setFaults(faults)
+            return SandboxJSON.response(faults)
+        }
+        admin.get("key-faults") { _, _ in SandboxJSON.response(await self.state.keyFaults) }
+        admin.put("key-faults") { request, context in
+            let faults = try await request.decode(as: SandboxFaults.self, context: context)
+            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
+            await self.state.setKeyFaults(faults)
             return SandboxJSON.response(faults)
         }
     }

@@ -26,6 +26,8 @@ actor GoogleSandboxState {
     private var codes: [String: String] = [:]
     private var tokens: [String: (grantID: String, kind: TokenKind)] = [:]
     private(set) var faults: SandboxFaults
+    /// Faults of the key set and the RISC discovery document alone.
+    private(set) var keyFaults = SandboxFaults.none
     private var statistics = SandboxStatistics()
 
     init(faults: SandboxFaults) {
@@ -34,6 +36,7 @@ actor GoogleSandboxState {
 
     func register(clientID: String, secret: String) { clients[clientID] = secret }
     func setFaults(_ faults: SandboxFaults) { self.faults = faults }
+    func setKeyFaults(_ faults: SandboxFaults) { self.keyFaults = faults }
 
     func mintCode(
         clientID: String,

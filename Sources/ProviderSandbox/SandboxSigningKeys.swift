@@ -60,6 +60,8 @@ package actor SandboxSigningKeys {
         case algorithmNone
         /// HS256 keyed with the current public JWK (the classic algorithm confusion).
         case hmacWithPublicKey
+        /// RS256 with the current, published key, bent after or around signing.
+        case bent(SandboxTokenBend)
     }
 
     /// A compact JWS over `claims` with the header `{alg, kid}` plus `header`.
@@ -82,6 +84,12 @@ package actor SandboxSigningKeys {
             let input = try Self.segment(header) + "." + Self.segment(claims)
             let mac = HMAC<SHA256>.authenticationCode(for: Data(input.utf8), using: SymmetricKey(data: currentJWK))
             return input + "." + Data(mac).base64URLEncoded
+        case .bent(.criticalHeader):
+            header["crit"] = ["sbx-extension"]
+            header["sbx-extension"] = true
+            return try signRS256(header: header, claims: claims, with: currentKey)
+        case .bent(let bend):
+            return bend.apply(to: try signRS256(header: header, claims: claims, with: currentKey))
         }
     }
 
@@ -113,3 +121,30 @@ package actor SandboxSigningKeys {
 }
 
 struct NoSigningKey: Error {}
+
+/// A genuinely signed token bent in a way a strict verifier refuses; the signature of the
+/// bent signatures still verifies for a lenient one (jwt-kit reads past the bend).
+public enum SandboxTokenBend: String, Codable, Sendable, CaseIterable {
+    /// The header carries `crit` naming an extension (RFC 7515 §4.1.11), signed with it.
+    case criticalHeader = "crit_header"
+    /// The signature with base64 padding (`==`) after it.
+    case paddedSignature = "padded_signature"
+    /// A period after the signature.
+    case trailingPeriod = "trailing_period"
+    /// The signature's last character with unused bits set: other text, same bytes.
+    case nonCanonicalSignature = "noncanonical_signature"
+
+    /// The token, bent after signing (``criticalHeader`` is bent before, in the header).
+    package func apply(to token: String) -> String {
+        switch self {
+        case .criticalHeader: return token
+        case .paddedSignature: return token + "=="
+        case .trailingPeriod: return token + "."
+        case .nonCanonicalSignature:
+            // An RSA-2048 signature is 342 characters: the last holds 2 bits and 4 unused ones.
+            let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+            guard let last = token.last, let value = alphabet.firstIndex(of: last) else { return token }
+            return String(token.dropLast()) + String(alphabet[value | 1])
+        }
+    }
+}

@@ -22,10 +22,9 @@ extension RevokerAPI {
         guard let verifier = appleNotifications else {
             throw APIProblem.notFound("Apple's notifications are not received here.")
         }
-        if let clientID, !verifier.settings.clientIDs.contains(clientID) {
-            metrics.notification("unknown_app")
-            throw APIProblem.notFound("No app with this client_id is configured.")
-        }
+        // An unknown client_id in the URL is not refused before verifying: that would tell
+        // anyone which bundle ids are configured. The verifier refuses it as it refuses a
+        // notification for another app (`wrong_audience`), after the same checks.
         let payload: String
         do {
             payload = try await Self.notificationPayload(request)

@@ -22,14 +22,20 @@ extension RevokerAPI {
         guard let verifier = googleSecurityEvents else {
             throw APIProblem.notFound("Google's security events are not received here: no Google app is configured.")
         }
-        let event: GoogleSecurityEvent
+        // The body is read apart from verifying: broken framing (400) or a body too slow (408)
+        // is the sender's doing, never a key-fetch failure.
+        let limit = Self.maximumSecurityEventBytes
+        let bytes: [UInt8]
         do {
-            let limit = Self.maximumSecurityEventBytes
-            let bytes = try await JSONInput.body(request, limit: limit, tooLarge: APIProblem.badRequest("larger than \(limit) bytes"))
-            event = try await verifier.verify(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            bytes = try await JSONInput.body(request, limit: limit, tooLarge: APIProblem.badRequest("larger than \(limit) bytes"))
         } catch let problem as APIProblem where problem.status == .badRequest {
             metrics.securityEvent("malformed_body")
             return try Self.setError(GoogleSignInError(.malformedSecurityEvent, "The body is \(problem.detail)."))
+        }
+        let event: GoogleSecurityEvent
+        do {
+            // The body is the token, byte for byte (RFC 8935): nothing around it is trimmed.
+            event = try await verifier.verify(String(decoding: bytes, as: UTF8.self))
         } catch let error as GoogleSignInError {
             metrics.securityEvent(error.code.rawValue)
             context.logger.notice("Refused a security event token that does not verify", metadata: ["error.code": "\(error.code)"])

@@ -56,6 +56,7 @@ public struct RevokerTestStack: Sendable {
     ///   - http: `http` settings for the configuration file.
     ///   - settings: further top-level settings for the configuration file (`webhooks`, …).
     ///   - sandbox: the sandbox's faults and lifetimes.
+    ///   - google: the Google sandbox's, likewise.
     ///   - server: another PostgreSQL server's URL (default: `DATABASE_URL`).
     ///   - serving: the parts of the program to run around `body` (`.api`, `.worker`); none by default.
     public static func with<T: Sendable>(
@@ -65,6 +66,7 @@ public struct RevokerTestStack: Sendable {
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:],
         sandbox sandboxConfiguration: AppleSandbox.Configuration = .init(),
+        google googleConfiguration: GoogleSandbox.Configuration = .init(),
         server: String? = nil,
         serving: RevokerApp.Parts = [],
         _ body: (RevokerTestStack) async throws -> T
@@ -76,6 +78,7 @@ public struct RevokerTestStack: Sendable {
             http: http,
             settings: settings,
             sandbox: sandboxConfiguration,
+            google: googleConfiguration,
             server: server
         ) { local in
             let (database, sandbox, files, configuration) = (local.database, local.sandbox, local.files, local.configuration)

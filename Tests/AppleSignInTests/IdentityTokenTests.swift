@@ -80,6 +80,44 @@ struct IdentityTokenTests {
         }
     }
 
+    @Test(arguments: SandboxTokenBend.allCases)
+    func aCriticalHeaderOrBytesAroundTheSignatureAreRefused(_ bend: SandboxTokenBend) async throws {
+        try await withVerifier { sandbox, verifier in
+            let bent = try await sandbox.admin.mintIdentityToken(.init(subject: "s", audience: clientID, bend: bend))
+            await expectFailure(.malformedIdentityToken) { try await verifier.verify(bent, clientID: clientID) }
+        }
+    }
+
+    @Test func anythingAfterTheSignatureIsRefused() async throws {
+        try await withVerifier { sandbox, verifier in
+            let token = try await sandbox.admin.mintIdentityToken(.init(subject: "s", audience: clientID))
+            #expect(try await verifier.verify(token, clientID: clientID).subject.value == "s")
+            for suffix in [" ", "\n", "\r\n", "\t", "=", "==", ".", "..", ".e30", "%3D", "\0"] {
+                await #expect("suffix \(suffix.debugDescription)") {
+                    _ = try await verifier.verify(token + suffix, clientID: clientID)
+                } throws: { ($0 as? AppleSignInError)?.code == .malformedIdentityToken }
+            }
+            await expectFailure(.malformedIdentityToken) { try await verifier.verify(" " + token, clientID: clientID) }
+        }
+    }
+
+    @Test func applesMaxAgeExpiresCachedKeysSoARetiredKeyStopsVerifying() async throws {
+        try await RunningSandbox.with(configuration: .init(keysMaxAge: .zero)) { sandbox in
+            try await sandbox.withClient { client in
+                let keys = AppleKeySet(client: client, minimumRefreshInterval: .zero)
+                let verifier = AppleIdentityTokenVerifier(keys: keys)
+                let old = try await sandbox.admin.mintIdentityToken(.init(subject: "s", audience: clientID))
+                #expect(try await verifier.verify(old, clientID: clientID).subject.value == "s")
+                // Apple stops publishing the key: its max-age has passed, so the cache asks again.
+                _ = try await sandbox.admin.rotateKeys(retire: true)
+                await expectFailure(.unknownSigningKey) { try await verifier.verify(old, clientID: clientID) }
+                let fresh = try await sandbox.admin.mintIdentityToken(.init(subject: "s2", audience: clientID))
+                #expect(try await verifier.verify(fresh, clientID: clientID).subject.value == "s2")
+                #expect(await keys.fetches == 3)
+            }
+        }
+    }
+
     @Test func booleanAndStringFlagsBothDecode() throws {
         let base = #""iss":"https://appleid.apple.com","sub":"s","aud":"a","iat":1,"exp":2"#
         let strings = try JSONDecoder().decode(

@@ -173,7 +173,8 @@ struct GoogleIdentityTokenTests {
         try await RunningSandbox.with(google: .init(certsMaxAge: .seconds(1))) { sandbox in
             try await sandbox.withGoogleClient { client in
                 let app = try await sandbox.registerGoogleApp()
-                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600))
+                // A max-age shorter than the interval is raised to it: the interval is the max-age's here.
+                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(1))
                 let verifier = GoogleIdentityTokenVerifier(keys: keys)
                 let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
                 try await verify(sandbox, verifier, app, request)
@@ -190,6 +191,59 @@ struct GoogleIdentityTokenTests {
                 #expect(await keys.keys.fetches == 3)
                 #expect(try await sandbox.google.statistics().byOutcome["/oauth2/v3/certs 200 -"] == 3)
             }
+        }
+    }
+
+    @Test func aZeroMaxAgeIsRaisedToTheMinimumInterval() async throws {
+        try await RunningSandbox.with(google: .init(certsMaxAge: .zero)) { sandbox in
+            try await sandbox.withGoogleClient { client in
+                let app = try await sandbox.registerGoogleApp()
+                let keys = GoogleKeySet(client: client)
+                let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
+                for _ in 0..<10 { try await verify(sandbox, GoogleIdentityTokenVerifier(keys: keys), app, request) }
+                #expect(await keys.keys.fetches == 1)
+                #expect(try await sandbox.google.statistics().byOutcome["/oauth2/v3/certs 200 -"] == 1)
+            }
+        }
+    }
+
+    @Test func failedFetchesAreSharedAndHeldOffWithBackoff() async throws {
+        try await RunningSandbox.with { sandbox in
+            try await sandbox.withGoogleClient { client in
+                let app = try await sandbox.registerGoogleApp()
+                try await sandbox.google.setKeyFaults(.init(unavailableRate: 1))
+                let keys = GoogleKeySet(client: client)
+                let token = try await sandbox.google.mintIdentityToken(.init(subject: "u", audience: [app.clientID]))
+                let verifier = GoogleIdentityTokenVerifier(keys: keys)
+                let failures = await withTaskGroup(of: Bool.self) { group in
+                    for _ in 0..<50 {
+                        group.addTask { await (try? verifier.verify(token, audiences: app.audiences)) == nil }
+                    }
+                    return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                #expect(failures == 50)
+                // The keys are back, but the failure's interval holds: still no fetch.
+                try await sandbox.google.setKeyFaults(.none)
+                await #expect(throws: ProviderFailure.self) { try await verifier.verify(token, audiences: app.audiences) }
+                #expect(await keys.keys.fetches == 1)
+                #expect(
+                    try await sandbox.google.statistics().byOutcome.filter { $0.key.hasPrefix("/oauth2/v3/certs") } == ["/oauth2/v3/certs 503 -": 1]
+                )
+            }
+        }
+        // The pause doubles with each further failure, up to its cap.
+        let pauses = (1...7).map { RS256KeySet.retryInterval(afterFailures: $0, minimumRefreshInterval: .seconds(60)) }
+        #expect(pauses == [60, 120, 240, 480, 600, 600, 600].map { .seconds($0) })
+        #expect(RS256KeySet.retryInterval(afterFailures: 3, minimumRefreshInterval: .seconds(900)) == .seconds(900))
+        #expect(RS256KeySet.retryInterval(afterFailures: 3, minimumRefreshInterval: .zero) == .zero)
+    }
+
+    @Test(arguments: [GoogleSandboxAdmin.Signature.criticalHeader, .paddedSignature, .trailingPeriod, .nonCanonicalSignature])
+    func aCriticalHeaderOrBytesAroundTheSignatureAreRefused(_ signature: GoogleSandboxAdmin.Signature) async throws {
+        try await withProvider { sandbox, provider, app in
+            await #expect {
+                _ = try await verify(sandbox, provider, app, .init(subject: "u", audience: [app.clientID], signature: signature))
+            } throws: { ($0 as? GoogleSignInError)?.code == .malformedIdentityToken }
         }
     }
 

@@ -2,6 +2,7 @@ import AppleSignInSandbox
 import AsyncHTTPClient
 import Crypto
 import Foundation
+import GoogleSignInSandbox
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -54,6 +55,8 @@ struct APIHarness: Sendable {
         http overrides: [String: any Sendable] = [:],
         server: String? = nil,
         googleClientIDs: [String] = [],
+        sandbox: AppleSandbox.Configuration = .init(),
+        google: GoogleSandbox.Configuration = .init(),
         _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let keys = Keys()
@@ -62,6 +65,8 @@ struct APIHarness: Sendable {
             googleClientIDs: googleClientIDs,
             worker: settings,
             http: http,
+            sandbox: sandbox,
+            google: google,
             server: server,
             serving: runWorker ? [.api, .worker] : .api
         ) { stack in

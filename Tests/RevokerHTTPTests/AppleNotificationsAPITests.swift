@@ -210,9 +210,79 @@ struct AppleNotificationsAPITests {
             #expect(own.status == 200, "\(own.body)")
             let other = try await Self.notify(api, "email-enabled", subject: "u", path: "/v1/apple/notifications/\(Self.photos)")
             #expect(other.status == 400 && other.body.contains("another app"), "\(other.body)")
-            let unknown = try await Self.notify(api, "email-enabled", subject: "u", path: "/v1/apple/notifications/com.example.unknown")
-            #expect(unknown.status == 404, "\(unknown.body)")
             #expect(try await Self.storedNotifications(api) == 1)
+        }
+    }
+
+    @Test func anUnknownAppsURLAnswersAsAKnownOneSoBundleIDsCannotBeEnumerated() async throws {
+        try await APIHarness.with { api in
+            let unknownPath = "/v1/apple/notifications/com.example.unknown"
+            let knownPath = "/v1/apple/notifications/\(Self.photos)"
+            // A genuine notification for another app, at a known and at an unknown app's URL.
+            let known = try await Self.notify(api, "account-delete", subject: "u", path: knownPath)
+            let unknown = try await Self.notify(api, "account-delete", subject: "u", path: unknownPath)
+            #expect(known.status == 400, "\(known.body)")
+            #expect(unknown.status == known.status && unknown.body == known.body, "\(unknown.status) \(unknown.body) vs \(known.body)")
+            // A notification addressed to the unknown app itself, and bodies that are no notification.
+            let addressed = try await Self.notify(api, "account-delete", subject: "u", clientID: "com.example.unknown", path: unknownPath)
+            #expect(addressed.status == 400 && addressed.body == known.body, "\(addressed.status) \(addressed.body)")
+            for body in ["{\"payload\":\"a.b.c\"}", "not json", "{}"] {
+                let atKnown = try await api.call(.POST, knownPath, key: nil, body: Data(body.utf8))
+                let atUnknown = try await api.call(.POST, unknownPath, key: nil, body: Data(body.utf8))
+                #expect(atKnown.status == 400 && atUnknown.status == atKnown.status, "\(body): \(atKnown.status) vs \(atUnknown.status)")
+                #expect(atUnknown.text == atKnown.text, "\(body): \(atUnknown.text) vs \(atKnown.text)")
+                #expect(atUnknown.headers.first(name: "Content-Type") == atKnown.headers.first(name: "Content-Type"))
+            }
+            #expect(try await Self.storedNotifications(api) == 0)
+            #expect(try await Self.writtenEvents(api) == 0)
+        }
+    }
+
+    @Test(arguments: [SandboxAdmin.NotificationVariant.criticalHeader, .paddedSignature, .trailingPeriod, .nonCanonicalSignature])
+    func aCriticalHeaderOrBytesAroundTheSignatureAreRefused(_ variant: SandboxAdmin.NotificationVariant) async throws {
+        try await APIHarness.with { api in
+            try await api.stack.enqueue(clientID: Self.notes, reference: "r-1", kind: .refreshToken, subject: "user-1", appleUserID: "user-1")
+            let delivery = try await Self.notify(api, "account-delete", subject: "user-1", variant: variant)
+            #expect(delivery.status == 400, "\(variant): \(delivery.status) \(delivery.body)")
+            #expect(delivery.body.contains("\"field\":\"payload\""), "\(delivery.body)")
+            #expect(try await Self.storedNotifications(api) == 0)
+            #expect(try await api.stack.requests().first?.state == .pending)
+        }
+    }
+
+    // MARK: Apple's keys are asked for sparingly
+
+    /// Sends `count` notifications signed under a `kid` Apple does not publish, all at once; their statuses.
+    static func unknownKeys(_ api: APIHarness, count: Int) async throws -> [Int] {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<count {
+                group.addTask { try await Self.notify(api, "email-enabled", subject: "u-\(index)", variant: .unknownKey).status }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test func whileApplesKeysFailAFloodOfUnknownKidsMakesOneFetch() async throws {
+        try await APIHarness.with { api in
+            try await api.stack.sandbox.admin.setKeyFaults(.init(internalErrorRate: 1))
+            let statuses = try await Self.unknownKeys(api, count: 100)
+            #expect(statuses.allSatisfy { $0 == 503 }, "\(statuses)")
+            // A failed fetch holds off the next one as a successful one does.
+            #expect(try await Self.unknownKeys(api, count: 10).allSatisfy { $0 == 503 })
+            let fetches = try await api.stack.sandbox.admin.statistics().byOutcome.filter { $0.key.hasPrefix("/auth/keys ") }
+            #expect(fetches == ["/auth/keys 500 -": 1], "\(fetches)")
+            #expect(try await Self.storedNotifications(api) == 0)
+        }
+    }
+
+    @Test func onceApplesKeysAreCachedUnknownKidsAndAZeroMaxAgeMakeNoFurtherFetch() async throws {
+        try await APIHarness.with(sandbox: .init(keysMaxAge: .zero)) { api in
+            #expect(try await Self.notify(api, "email-enabled", subject: "u-0").status == 200)
+            for index in 1...5 { #expect(try await Self.notify(api, "email-enabled", subject: "u-\(index)").status == 200) }
+            let statuses = try await Self.unknownKeys(api, count: 50)
+            #expect(statuses.allSatisfy { $0 == 400 }, "\(statuses)")
+            let fetches = try await api.stack.sandbox.admin.statistics().byOutcome.filter { $0.key.hasPrefix("/auth/keys ") }
+            #expect(fetches == ["/auth/keys 200 -": 1], "\(fetches)")
         }
     }
 

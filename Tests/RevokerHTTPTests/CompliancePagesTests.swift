@@ -175,6 +175,59 @@ struct CompliancePagesTests {
         }
     }
 
+    /// Signs in over a connection from another loopback address (another client): the status
+    /// line of the answer to the form.
+    static func signIn(_ harness: APIHarness, from source: String, key: String) async throws -> String {
+        let port = try #require(URL(string: harness.baseURL)?.port)
+        let host = "127.0.0.1:\(port)"
+        let form = try await RawConnection.open(port: port, from: source)
+        try await form.send("GET /ui/sign-in HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+        _ = await form.closes(within: .seconds(20))
+        let page = form.text
+        let token = try #require(page.range(of: "revoker_sign_in=").map { String(page[$0.upperBound...].prefix { $0 != ";" }) })
+        let csrf = try #require(page.range(of: "name=\"csrf\" value=\"").map { String(page[$0.upperBound...].prefix { $0 != "\"" }) })
+        let body = "api_key=\(key)&csrf=\(csrf)"
+        let post = try await RawConnection.open(port: port, from: source)
+        try await post.send(
+            "POST /ui/sign-in HTTP/1.1\r\nHost: \(host)\r\nOrigin: http://\(host)\r\nCookie: revoker_sign_in=\(token)\r\n"
+                + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        )
+        _ = await post.closes(within: .seconds(20))
+        return String(post.text.prefix { $0 != "\r" })
+    }
+
+    @Test func repeatedFailedSignInsFromOneAddressAreRefusedForAWhileAndOtherAddressesAreNot() async throws {
+        try await Self.withPages { harness, browser in
+            let form = try await browser.get("/ui/sign-in")
+            let csrf = try #require(form.csrf)
+            let cookies = ["revoker_sign_in": try #require(form.cookie("revoker_sign_in")).value]
+            func attempt(_ key: String) async throws -> Page {
+                try await browser.post("/ui/sign-in", form: ["api_key": key, "csrf": csrf], cookies: cookies)
+            }
+            // A key without audit:read fails as an unknown key does.
+            #expect(try await attempt(harness.keys.writer).status == 403)
+            for index in 1..<10 {
+                let refused = try await attempt("rvk_guess_\(index)")
+                #expect(refused.status == 401, "attempt \(index + 1): \(refused.status)")
+                #expect(refused.headers.first(name: "Retry-After") == nil)
+            }
+            // The tenth failure paused the address: even the right key is not looked at.
+            for key in [harness.keys.auditor, "rvk_guess_more"] {
+                let paused = try await attempt(key)
+                #expect(paused.status == 429, "\(paused.status)")
+                #expect(paused.cookie("revoker_session") == nil)
+                let retryAfter = try #require(paused.headers.first(name: "Retry-After").flatMap { Int($0) })
+                #expect((1...900).contains(retryAfter), "\(retryAfter)")
+                #expect(paused.text.contains("Too many failed sign-ins"))
+            }
+            // Another address is not paused, and signs in.
+            #expect(try await Self.signIn(harness, from: "127.0.0.2", key: "rvk_guess_other").hasPrefix("HTTP/1.1 401"))
+            #expect(try await Self.signIn(harness, from: "127.0.0.2", key: harness.keys.auditor).hasPrefix("HTTP/1.1 303"))
+            // The paused one stays paused.
+            #expect(try await attempt(harness.keys.auditor).status == 429)
+        }
+    }
+
     @Test func searchFindsRequestsInTheAuditTrailShowsThemEscapedAndExportsThem() async throws {
         try await Self.withPages { harness, browser in
             let references = ["ui-plain", "=HYPERLINK(1)", "<b>x</b>\"\u{301} onmouseover=1"]

@@ -98,6 +98,10 @@ struct GoogleSecurityEventsAPITests {
         (.tooOld, "invalid_request"),
         (.twoEvents, "invalid_request"),
         (.malformedSubject, "invalid_request"),
+        (.criticalHeader, "invalid_request"),
+        (.paddedSignature, "invalid_request"),
+        (.trailingPeriod, "invalid_request"),
+        (.nonCanonicalSignature, "invalid_request"),
     ])
     func aTokenWrongInOneWayIsRefusedWithRFC8935sCodeAndStoresNothing(variant: GoogleSandboxAdmin.Variant, code: String) async throws {
         try await APIHarness.with(googleClientIDs: [Self.web]) { api in
@@ -174,6 +178,114 @@ struct GoogleSecurityEventsAPITests {
             // The purged account's grant is not called about; the revoked one's refusal confirms the event.
             #expect(try await google.grant(purgedGrant.grantID).calls.isEmpty)
             #expect(try await google.grant(revokedGrant.grantID).calls.map(\.status) == [400])
+        }
+    }
+
+    // MARK: Google's keys are asked for sparingly
+
+    /// Sends `count` genuine security events at once; their statuses.
+    static func sendConcurrently(_ api: APIHarness, count: Int) async throws -> [Int] {
+        let url = api.baseURL + "/v1/google/risc"
+        return try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    try await api.stack.sandbox.google.sendSecurityEvent(
+                        .init(url: url, audience: Self.web, subject: "u-\(index)", type: "sessions-revoked")
+                    ).status
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    /// Fetches of the discovery document and of the key set the Google sandbox answered, by status.
+    static func keyFetches(_ api: APIHarness) async throws -> (discovery: [String: Int], certs: [String: Int]) {
+        let outcomes = try await api.stack.sandbox.google.statistics().byOutcome
+        func fetches(_ endpoint: String) -> [String: Int] { outcomes.filter { $0.key.hasPrefix(endpoint + " ") } }
+        return (fetches("/.well-known/risc-configuration"), fetches("/oauth2/v3/certs"))
+    }
+
+    @Test func aZeroMaxAgeIsRaisedSoEventsDoNotEachFetchTheDiscoveryDocumentAndTheKeys() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web], google: .init(certsMaxAge: .zero)) { api in
+            let url = api.baseURL + "/v1/google/risc"
+            for index in 0..<10 {
+                let sent = try await api.stack.sandbox.google.sendSecurityEvent(
+                    .init(url: url, audience: Self.web, subject: "u-\(index)", type: "sessions-revoked")
+                )
+                #expect(sent.status == 202, "\(sent.body)")
+            }
+            #expect(try await Self.sendConcurrently(api, count: 20).allSatisfy { $0 == 202 })
+            let fetches = try await Self.keyFetches(api)
+            #expect(fetches.discovery == ["/.well-known/risc-configuration 200 -": 1], "\(fetches)")
+            #expect(fetches.certs == ["/oauth2/v3/certs 200 -": 1], "\(fetches)")
+        }
+    }
+
+    @Test func whileGooglesKeysFailAFloodOfEventsMakesOneFetch() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+            try await api.stack.sandbox.google.setKeyFaults(.init(internalErrorRate: 1))
+            let statuses = try await Self.sendConcurrently(api, count: 50)
+            #expect(statuses.allSatisfy { $0 == 503 }, "\(statuses)")
+            // Sent one after another, within the interval: no fetch at all.
+            #expect(try await Self.sendConcurrently(api, count: 1) == [503])
+            let fetches = try await Self.keyFetches(api)
+            #expect(fetches.discovery == ["/.well-known/risc-configuration 500 -": 1], "\(fetches)")
+            #expect(fetches.certs.isEmpty, "\(fetches)")
+            #expect(try await Self.storedEvents(api) == 0)
+        }
+    }
+
+    // MARK: A broken body is the sender's doing
+
+    static let shortTimeouts: [String: any Sendable] = ["header_timeout_seconds": 1, "body_timeout_seconds": 1, "idle_timeout_seconds": 5]
+
+    static func riscHead(length: Int? = nil, chunked: Bool = false) -> String {
+        "POST /v1/google/risc HTTP/1.1\r\nHost: test\r\nContent-Type: application/secevent+jwt\r\n"
+            + (chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(length ?? 0)\r\n") + "\r\n"
+    }
+
+    struct BrokenBody: Sendable, CustomTestStringConvertible {
+        var name: String
+        var request: String
+        /// Half-closes after sending (the end of the stream ends the body).
+        var finish: Bool
+        /// Sends the body one byte at a time after the head.
+        var trickle: String?
+        var status: Int
+        var testDescription: String { name }
+    }
+
+    static let brokenBodies: [BrokenBody] = [
+        BrokenBody(name: "shorter than Content-Length, left open", request: riscHead(length: 400) + "eyJhbGciOi", finish: false, status: 408),
+        BrokenBody(name: "shorter than Content-Length, then a half-close", request: riscHead(length: 400) + "eyJhbGciOi", finish: true, status: 400),
+        BrokenBody(name: "an impossible chunk size", request: riscHead(chunked: true) + "ZZZZZZZZ\r\nx.y.z\r\n0\r\n\r\n", finish: true, status: 400),
+        BrokenBody(name: "a truncated chunk, then a half-close", request: riscHead(chunked: true) + "80\r\neyJhbGciOi", finish: true, status: 400),
+        BrokenBody(
+            name: "trickled byte by byte",
+            request: riscHead(length: 200),
+            finish: false,
+            trickle: String(repeating: "eyJhbGciOiJSUzI1NiJ9", count: 10),
+            status: 408
+        ),
+    ]
+
+    @Test(arguments: brokenBodies)
+    func aBrokenBodyIsAnswered400Or408AndIsNoKeyFailure(_ broken: BrokenBody) async throws {
+        try await APIHarness.with(http: Self.shortTimeouts, googleClientIDs: [Self.web]) { api in
+            let port = try #require(URL(string: api.baseURL)?.port)
+            let connection = try await RawConnection.open(port: port)
+            try await connection.send(broken.request)
+            for character in broken.trickle ?? "" {
+                if await connection.closes(within: .milliseconds(200)) { break }
+                try? await connection.send(String(character))
+            }
+            if broken.finish { try? await connection.finishSending() }
+            #expect(await connection.closes(within: .seconds(20)))
+            #expect(connection.text.hasPrefix("HTTP/1.1 \(broken.status)"), "answered \(broken.status): \(connection.text.prefix(80))")
+            #expect(!api.stack.logs.all.contains { $0.contains("Could not fetch Google's keys") }, "logged as a key-fetch failure")
+            let metrics = try await api.call(.GET, "/metrics", key: nil).text
+            #expect(!metrics.contains("keys_unavailable"), "counted as a key-fetch failure")
+            #expect(try await Self.storedEvents(api) == 0)
         }
     }
 }

@@ -20,14 +20,15 @@ struct RawConnection: Sendable {
         func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
     }
 
-    /// Opens a connection to loopback `port`.
-    static func open(port: Int) async throws -> RawConnection {
+    /// Opens a connection to loopback `port`, from `source` (another loopback address, to be
+    /// another client) when given.
+    static func open(port: Int, from source: String? = nil) async throws -> RawConnection {
         let received = Received()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.allowRemoteHalfClosure, value: false)
             .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(received) } }
-            .connect(host: "127.0.0.1", port: port)
-            .get()
+        if let source { bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: source, port: 0)) }
+        let channel = try await bootstrap.connect(host: "127.0.0.1", port: port).get()
         return RawConnection(channel: channel, received: received)
     }
 

@@ -66,14 +66,16 @@ public struct AppleClient: Sendable {
         self.init(clients: ProviderHTTPClients([httpClient]), configuration: configuration, logger: logger)
     }
 
-    /// Apple's current identity-token signing keys from `/auth/keys`.
-    public func keys() async throws -> JWKS {
+    /// Apple's current identity-token signing keys from `/auth/keys`, and how long they may be
+    /// cached when Apple says (`Cache-Control: max-age`).
+    public func keys() async throws -> (keys: JWKS, maxAge: Duration?) {
         let response = try await send(.keys, method: .GET, form: nil, secrets: [])
         guard response.status == 200 else {
             throw Self.failure(.keys, status: response.status, headers: response.headers, body: response.body, secrets: [])
         }
         do {
-            return try JSONDecoder().decode(JWKS.self, from: response.body)
+            let keys = try JSONDecoder().decode(JWKS.self, from: response.body)
+            return (keys, response.headers.first(name: "Cache-Control").flatMap(CacheControl.maxAge))
         } catch {
             throw AppleAPIError(
                 endpoint: .keys,

@@ -4,13 +4,21 @@ import JWTKit
 /// Apple's signing keys from `{base}/auth/keys`, shared by everything Apple signs with them:
 /// identity tokens and server-to-server notifications.
 ///
-/// Keys are cached by `kid` and fetched again when a token names a key the cache does not hold
-/// (Apple rotates keys), at most once per `minimumRefreshInterval` (``RS256KeySet``).
+/// Keys are cached by `kid` for Apple's `max-age` when it sends one, else for an hour
+/// (``RS256KeySet/defaultLifetime``), so a key Apple retires stops being trusted; they are
+/// fetched again when a token names a key the cache does not hold (Apple rotates keys), one
+/// fetch at a time and at most once per `minimumRefreshInterval`, failures included
+/// (``RS256KeySet``).
 public struct AppleKeySet: Sendable {
     let keys: RS256KeySet
 
     public init(client: AppleClient, minimumRefreshInterval: Duration = .seconds(60)) {
-        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) { (try await client.keys(), nil) }
+        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) { try await client.keys() }
+    }
+
+    /// How many fetches of Apple's keys were started, failed ones included.
+    public var fetches: Int {
+        get async { await keys.fetches }
     }
 
     /// What a verified token is, for messages and error codes.
@@ -48,6 +56,8 @@ public struct AppleKeySet: Sendable {
         } catch let rejection as RS256KeySet.Rejection {
             switch rejection {
             case .malformed: throw AppleSignInError(subject.malformed, "\(subject.noun) is not a well-formed JWS.")
+            case .criticalHeader:
+                throw AppleSignInError(subject.malformed, "\(subject.noun) names critical header parameters (crit), which are not supported.")
             case .unsupportedAlgorithm: throw AppleSignInError(.unsupportedAlgorithm, "\(subject.noun) is not signed with RS256.")
             case .missingKeyID: throw AppleSignInError(subject.malformed, "\(subject.noun) names no signing key (kid).")
             case .unknownKey: throw AppleSignInError(.unknownSigningKey, "\(subject.noun) is signed with a key Apple does not publish.")

@@ -29,7 +29,7 @@ extension RevokerAPI {
             )
         }
         pages.get("sign-in") { request, _ in try await self.signInPage(request, gate: gate) }
-        pages.post("sign-in") { request, _ in try await self.signIn(request, gate: gate) }
+        pages.post("sign-in") { request, context in try await self.signIn(request, context: context, gate: gate) }
         pages.post("sign-out") { request, _ in try await self.signOut(request, gate: gate) }
         pages.get("search") { request, context in
             try await gate.signedIn(request) { try await self.searchPage(request, context: context, $0) }
@@ -79,8 +79,14 @@ extension RevokerAPI {
         return response
     }
 
-    func signIn(_ request: Request, gate: UISessionGate) async throws -> Response {
+    func signIn(_ request: Request, context: APIRequestContext, gate: UISessionGate) async throws -> Response {
         try gate.requireSameOrigin(request)
+        let client = SignInThrottle.client(context.remoteAddress)
+        // A refused address is not even checked: its key might be right, and saying so would
+        // let the guessing go on.
+        if let wait = await gate.throttle.refusal(for: client) {
+            return try await throttled(request, gate: gate, for: wait)
+        }
         let form = try await UISessionGate.form(request, UISignInForm.self)
         guard let expected = request.cookies[gate.signInCookieName]?.value, let presented = form.csrf,
             APIKeys.constantTimeEqual(Array(expected.utf8), Array(presented.utf8))
@@ -89,6 +95,7 @@ extension RevokerAPI {
         }
         guard let secret = form.apiKey, !secret.isEmpty, let key = keys.key(presented: secret) else {
             logger.notice("Compliance pages: sign-in refused, unknown key")
+            await signInFailed(client, gate: gate)
             return try await signInPage(request, gate: gate, error: APIProblem(.unauthorized, "The API key is not known."))
         }
         let caller: APICaller
@@ -96,13 +103,38 @@ extension RevokerAPI {
             caller = try APIKeys.caller(key, .auditRead)
         } catch let problem as APIProblem {
             logger.notice("Compliance pages: sign-in refused, no audit:read", metadata: ["revoker.api_key": "\(key.name)"])
+            await signInFailed(client, gate: gate)
             return try await signInPage(request, gate: gate, error: problem)
         }
+        await gate.throttle.succeeded(client)
         let cookie = try await gate.open(for: key)
         var response = Response.redirect(to: "/ui/search")
         response.setCookie(cookie)
         response.setCookie(gate.signInCookie("", maxAge: 0))
         logger.notice("Compliance pages: signed in", metadata: ["revoker.api_key": "\(caller.name)"])
+        return response
+    }
+
+    /// Counts a failed sign-in, and says so once when the address is refused from now on.
+    func signInFailed(_ client: String, gate: UISessionGate) async {
+        if let lockout = await gate.throttle.failed(client) {
+            logger.notice(
+                "Compliance pages: sign-ins refused from an address after repeated failures",
+                metadata: ["client.address": "\(client)", "revoker.retry_after_seconds": "\(lockout.components.seconds)"]
+            )
+        }
+    }
+
+    /// 429 with `Retry-After`, as the sign-in page.
+    func throttled(_ request: Request, gate: UISessionGate, for wait: Duration) async throws -> Response {
+        let seconds = wait.components.seconds + (wait.components.attoseconds > 0 ? 1 : 0)
+        let minutes = (seconds + 59) / 60
+        let problem = APIProblem(
+            .tooManyRequests,
+            "Too many failed sign-ins from this address: try again in \(minutes) minute\(minutes == 1 ? "" : "s")."
+        )
+        var response = try await signInPage(request, gate: gate, error: problem)
+        response.headers[.retryAfter] = "\(seconds)"
         return response
     }
 

@@ -21,6 +21,8 @@ struct UISessionGate: Sendable {
     let keys: APIKeys
     let sessions: UISessions
     let databaseTimeout: Duration
+    /// Failed sign-ins per client address.
+    let throttle = SignInThrottle()
 
     var sessionCookieName: String { settings.isSecure ? "__Host-revoker_session" : "revoker_session" }
     var signInCookieName: String { settings.isSecure ? "__Host-revoker_sign_in" : "revoker_sign_in" }
