@@ -240,6 +240,34 @@ struct ProcessTests {
         }
     }
 
+    /// A cron drain after the one that paused an app: the probe is not due, so this run claims
+    /// nothing of that app, yet its requests wait and the exit code must say so.
+    @Test func aDrainExitsThreeWhileAPausedAppsRequestsWaitUntouched() async throws {
+        var worker = Self.fastWorker
+        worker["pause_probe_seconds"] = 600
+        try await RevokerTestStack.with(worker: worker) { harness in
+            let photos = harness.files.apps[1]
+            try await harness.sandbox.admin.register(
+                .init(clientID: photos.clientID, teamID: photos.teamID, keyID: photos.keyID, publicKeyPEM: LocalAppFiles.otherPublicKeyPEM())
+            )
+            _ = try await harness.enqueueMany(clientID: photos.clientID, prefix: "p", count: 3)
+            let pausing = try await RevokerProcess.run(["drain", "--json"], environment: harness.environment)
+            #expect(pausing.status == 3, "\(pausing.stdout) \(pausing.stderr.suffix(1000))")
+            #expect(try await harness.queue.pausedApps().map(\.clientID) == [photos.clientID])
+
+            try await harness.enqueue(clientID: "com.example.notes", reference: "other app", kind: .refreshToken)
+            let next = try await RevokerProcess.run(["drain", "--json", "--max-duration", "60"], environment: harness.environment)
+            #expect(next.status == 3, "requests wait for a paused app: \(next.stdout) \(next.stderr.suffix(1000))")
+            let summary = try #require(try parseJSON(next.stdout) as? [String: Any])
+            #expect(summary["succeeded"] as? Int == 1, "the other app's request was revoked")
+            #expect(summary["unfinished"] as? Int == 3)
+            #expect(summary["paused"] as? Int == 3)
+            #expect(summary["paused_apps"] as? Int == 1)
+            #expect(try await harness.count(state: .pending) == 3)
+            try harness.expectNoSecrets(in: pausing.stdout + pausing.stderr + next.stdout + next.stderr)
+        }
+    }
+
     @Test func aWorkerRefusesAnUnmigratedDatabase() async throws {
         try await ScratchDatabase.withScratchDatabase { database in
             let files = try LocalConfiguration(clientIDs: ["com.example.notes"])
