@@ -171,6 +171,43 @@ struct ProcessTests {
         }
     }
 
+    /// A database that stops answering (every byte dropped, nothing closed) must not hold a
+    /// SIGTERM forever: past the shutdown limit what is left is cancelled and the process ends.
+    @Test func sigtermEndsTheProcessWhenTheDatabaseStopsAnswering() async throws {
+        var worker = Self.fastWorker
+        worker["shutdown_grace_seconds"] = 0
+        try await RevokerTestStack.with(worker: worker) { harness in
+            var url = try #require(URLComponents(string: harness.database.url))
+            let (host, port) = (try #require(url.host), try #require(url.port))
+            try await TCPProxy.with(toHost: host, port: port) { proxy in
+                url.host = "127.0.0.1"
+                url.port = proxy.port
+                var environment = harness.environment
+                environment["DATABASE_URL"] = try #require(url.string)
+                _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "f", count: 8)
+                try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 500))
+                let process = try RevokerProcess(["work", "--log-level", "info"], environment: environment)
+                try await waitUntil("the worker is at work") {
+                    guard process.isRunning else { throw WaitedInVain(what: "the worker ended: \(process.stderrSoFar.suffix(500))", limit: .zero) }
+                    return try await harness.count(state: .running) > 0
+                }
+                proxy.freeze()
+                process.signal(SIGTERM)
+                // A guard against a hang, far above the bound (grace 0 + 30 s, then 15 s for what is
+                // cancelled); without the bound the process waited out every database deadline, minutes.
+                let result = try await process.wait(timeout: .seconds(120))
+                #expect(result.signalled || result.status != 0, "a shutdown cut short is not a clean exit: \(result.stderr.suffix(1500))")
+                #expect(
+                    result.stderr.contains("shutdown did not finish") || result.stderr.contains("Cancellation took longer"),
+                    "it says why: \(result.stderr.suffix(1500))"
+                )
+                try harness.expectNoSecrets(in: result.stdout + result.stderr)
+                let said = result.stderr.split(separator: "\n").last { $0.contains("shutdown") || $0.contains("Cancellation") } ?? ""
+                print("shutdown test: exit \(result.status)\(result.signalled ? " (signal)" : ""): \(said.prefix(200))")
+            }
+        }
+    }
+
     @Test func aDatabaseRestartDuringADrainIsSurvived() async throws {
         try await PrivatePostgres.with { server in
             try await RevokerTestStack.with(worker: Self.fastWorker, server: server.url) { harness in
