@@ -234,10 +234,50 @@ public struct RevokerApp: Sendable {
         self.services = services
     }
 
+    /// How long a graceful shutdown may run past the worker's grace period
+    /// (`worker.shutdown_grace_seconds`): a healthy shutdown needs a second or two past it to hand
+    /// requests back and deregister; this leaves room for a slow database. A database that
+    /// stopped answering is what the limit is for.
+    public static let shutdownMargin: Duration = .seconds(30)
+
+    /// How long the parts have to end once cancelled, before the process is stopped with a
+    /// fatal error: PostgresNIO's `PostgresClient.run()` has been seen never to return after a
+    /// cancellation.
+    public static let cancellationLimit: Duration = .seconds(15)
+
+    /// How long a graceful shutdown may take before what is left is cancelled.
+    public var shutdownLimit: Duration { configuration.worker.shutdownGrace + Self.shutdownMargin }
+
     /// Runs every part until one of `signals` (or, in drain mode, the worker's end) shuts the
     /// group down gracefully; throws the first part's error, such as a failed startup check.
+    ///
+    /// The shutdown is bounded: past ``shutdownLimit`` what is left is cancelled, and this
+    /// throws a ``RevokerAppError/Code/shutdownCutShort`` error; parts that do not end within
+    /// ``cancellationLimit`` of their cancellation stop the process.
     public func run(gracefulShutdownSignals signals: [UnixSignal] = []) async throws {
-        try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: signals, logger: logger)).run()
+        let watch = ShutdownWatch()
+        var configuration = ServiceGroupConfiguration(
+            services: services + [.init(service: watch, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)],
+            gracefulShutdownSignals: signals,
+            logger: logger
+        )
+        configuration.maximumGracefulShutdownDuration = shutdownLimit
+        configuration.maximumCancellationDuration = Self.cancellationLimit
+        let outcome: Result<Void, any Error>
+        do {
+            outcome = .success(try await ServiceGroup(configuration: configuration).run())
+        } catch {
+            outcome = .failure(error)
+        }
+        if let began = watch.began, ContinuousClock.now - began >= shutdownLimit {
+            let seconds = shutdownLimit.components.seconds
+            logger.error("Shutdown did not finish in time; what was left was cancelled", metadata: ["revoker.shutdown_limit_s": "\(seconds)"])
+            throw RevokerAppError(
+                .shutdownCutShort,
+                "shutdown did not finish within \(seconds) s (worker.shutdown_grace_seconds + \(Self.shutdownMargin.components.seconds) s); what was left was cancelled. Is the database answering?"
+            )
+        }
+        try outcome.get()
     }
 
     /// The parts running, as ``withRunning(waitForStartup:_:)`` hands them to its body.

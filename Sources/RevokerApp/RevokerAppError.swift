@@ -4,7 +4,7 @@ public struct RevokerAppError: Error, Sendable, CustomStringConvertible {
     /// What kind of problem; codes can grow without breaking callers.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable {
-            case configuration, databaseUnreachable, schemaNotCurrent, database
+            case configuration, databaseUnreachable, schemaNotCurrent, database, shutdownCutShort
         }
 
         private let base: Base
@@ -18,6 +18,8 @@ public struct RevokerAppError: Error, Sendable, CustomStringConvertible {
         public static let schemaNotCurrent = Code(.schemaNotCurrent)
         /// The database answered with an error.
         public static let database = Code(.database)
+        /// A graceful shutdown ran past its limit and what was left was cancelled.
+        public static let shutdownCutShort = Code(.shutdownCutShort)
 
         public var description: String { base.rawValue }
     }

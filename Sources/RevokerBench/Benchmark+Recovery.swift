@@ -7,8 +7,8 @@ import RevokerStore
 extension Benchmark {
     // MARK: Recovery
 
-    /// Two worker processes drain a backlog at `latency`; a third of the way through the one
-    /// holding more requests is SIGKILLed. Measures how long after the kill the requests it held were all final (the
+    /// Two worker processes drain a backlog at `latency`; once ``BenchmarkOptions/recoveryKillAfterShare``
+    /// of it is final, the one holding more requests is SIGKILLed (while it holds some). Measures how long after the kill the requests it held were all final (the
     /// other worker rescues them once the dead one's liveness lock has stayed free), and checks
     /// that every grant was revoked exactly once.
     func measureRecovery(latency: Int) async throws -> BenchmarkReport.Recovery {
@@ -40,6 +40,17 @@ extension Benchmark {
                                 monitor
                             )
                             if open == 0 {
+                                let finalAt = ContinuousClock.now
+                                // The outcome is judged once the survivor has finished the rest of
+                                // the backlog too, however long a loaded machine takes.
+                                while ContinuousClock.now < deadline,
+                                    try await countRows(
+                                        "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE state IN ('pending', 'running')",
+                                        monitor
+                                    ) > 0
+                                {
+                                    try await Task.sleep(for: .milliseconds(100))
+                                }
                                 // When the survivor put them back, on the database's clock beside the kill's.
                                 let rescued = try await monitor.query(
                                     """
@@ -48,15 +59,15 @@ extension Benchmark {
                                     """,
                                     logger: logger
                                 ).collect()
-                                return (orphaned.count, seconds(ContinuousClock.now - killedAt), try rescued.first?.decode(Double.self) ?? -1)
+                                return (orphaned, seconds(finalAt - killedAt), try rescued.first?.decode(Double.self) ?? -1)
                             }
                         } else if case let final = try await countRows(
                             "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE state NOT IN ('pending', 'running')",
                             monitor
-                        ), final >= count / 3 {
+                        ), Double(final) >= Double(count) * options.recoveryKillAfterShare {
                             if final == count {
                                 problems.append("the backlog was done before a worker could be killed holding requests")
-                                return (0, 0, -1)
+                                return ([], 0, -1)
                             }
                             // Owner ids are host:pid:random. The victim is the worker holding the
                             // most requests right now; those it holds when killed die with it.
@@ -85,22 +96,37 @@ extension Benchmark {
                         try await Task.sleep(for: .milliseconds(100))
                     }
                     problems.append("the killed worker's requests were not all final within \(options.drainTimeoutSeconds) s")
-                    return (orphaned?.count ?? 0, Double(options.drainTimeoutSeconds), -1)
+                    return (orphaned ?? [], Double(options.drainTimeoutSeconds), -1)
                 }
             }
             // A request whose revoke the killed worker sent before dying ends already_invalid when
-            // rescued: Apple has revoked the grant, once, which the sandbox's count shows.
+            // rescued: Apple has revoked the grant, once, which the sandbox's count shows. One whose
+            // code the killed worker was exchanging ends exchange_lost (Apple took the code, the
+            // refresh token died with the worker): the documented outcome, so allowed for those it
+            // held, whose grants are then revoked never, and never twice.
             let outcome = try await DrainOutcome(stage.database, logger: logger)
+            let lost = try await withOwnClient(stage) { client in
+                try await client.query(
+                    """
+                    \(unescaped: Self.marker) SELECT external_reference, id = ANY(\(orphaned)) AND credential_kind = 'authorization_code'
+                    FROM revoker.revocation_requests WHERE outcome = 'exchange_lost'
+                    """,
+                    logger: logger
+                ).collect().map { try $0.decode((String, Bool).self) }
+            }
             let succeeded = (outcome.byState["succeeded/revoked"] ?? 0) + (outcome.byState["succeeded/already_invalid"] ?? 0)
-            if succeeded != count { problems.append("\(count - succeeded) of \(count) requests did not succeed: \(outcome.byState)") }
+            let excused = lost.filter(\.1).count
+            if succeeded + excused != count { problems.append("\(count - succeeded) of \(count) requests did not succeed: \(outcome.byState)") }
+            let lostReferences = Set(lost.filter(\.1).map(\.0))
+            let lostGrants = Set(grants.filter { lostReferences.contains($0.reference) }.map(\.grantID))
             let reports = try await stage.sandbox.admin.grants()
-            let notOnce = reports.filter { $0.revocations != 1 }.count
+            let notOnce = reports.filter { $0.revocations != 1 && !($0.revocations == 0 && lostGrants.contains($0.id)) }.count
             if notOnce > 0 { problems.append("\(notOnce) grants were not revoked exactly once") }
-            if orphaned == 0 { problems.append("the killed worker held no request: nothing was measured") }
+            if orphaned.isEmpty { problems.append("the killed worker held no request: nothing was measured") }
             return .init(
                 requests: count,
                 latencyMilliseconds: latency,
-                orphaned: orphaned,
+                orphaned: orphaned.count,
                 secondsToFinal: secondsToFinal,
                 secondsToRescue: secondsToRescue,
                 valid: problems.isEmpty,

@@ -93,7 +93,7 @@ public struct Benchmark: Sendable {
         }
         var recovery: BenchmarkReport.Recovery?
         if options.recoveryRequests > 0 {
-            progress("recovery: \(options.recoveryRequests) requests, two workers, one SIGKILLed a third of the way")
+            progress("recovery: \(options.recoveryRequests) requests, two workers, one SIGKILLed mid-drain")
             recovery = try await measureRecovery(latency: options.recoveryLatencyMilliseconds)
         }
         return BenchmarkReport(

@@ -125,7 +125,7 @@ public struct BenchmarkReport: Codable, Sendable {
         public var problems: [String]
     }
 
-    /// Two workers drain a backlog and one is SIGKILLed a third of the way through.
+    /// Two workers drain a backlog and one is SIGKILLed mid-drain, while it holds requests.
     public struct Recovery: Codable, Sendable {
         public var requests: Int
         public var latencyMilliseconds: Int
@@ -247,7 +247,7 @@ extension BenchmarkReport {
         if let recovery {
             lines.append("")
             lines.append(
-                "Recovery (\(recovery.requests) requests, \(recovery.latencyMilliseconds) ms, two workers, one SIGKILLed a third of the way): "
+                "Recovery (\(recovery.requests) requests, \(recovery.latencyMilliseconds) ms, two workers, one SIGKILLed mid-drain): "
                     + "the \(recovery.orphaned) requests it held were rescued \(Self.decimal(recovery.secondsToRescue, 1)) s and final "
                     + "\(Self.decimal(recovery.secondsToFinal, 1)) s after the kill"
                     + (recovery.valid ? "" : " (INVALID)")

@@ -19,6 +19,9 @@ import Synchronization
 /// backoff with full jitter, or the `Retry-After` asked for, and is retried for as long as it
 /// takes; an endpoint failing longer than `parkAfter` is shown as parked until it answers 2xx.
 ///
+/// Each endpoint has a loop of its own: one that is slow or does not answer delays only its
+/// own events, never another endpoint's.
+///
 /// Beside `revoker drain` it stops once the worker has finished and every endpoint has what the
 /// drain produced, or is failing (its events wait for the next run), or ``WebhookSettings/drainLimit``
 /// has passed.
@@ -71,93 +74,98 @@ public struct WebhookDeliverer: Service {
             try? await gracefulShutdown()
             return
         }
-        // Registered once the database answers; until then every round retries it.
-        var registered = false
-        // Set when the draining worker has finished: from then on every round may be the last.
+        // Set when the draining worker has finished: from then on every visit may be the last.
         let drainDeadline = DrainDeadline()
-        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        // One wake-up stream per endpoint, each fed by the same NOTIFY, poll and shutdown.
+        let channels = endpoints.map { _ in AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1)) }
+        let wakeAll: @Sendable () -> Void = { for channel in channels { channel.continuation.yield() } }
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { background in
-                background.addTask { await self.listen(signal) }
+                background.addTask { await self.listen(wakeAll) }
                 // The poll also brings retries that fell due.
                 background.addTask {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: self.settings.pollInterval)
-                        signal.yield()
+                        wakeAll()
                     }
                 }
                 if let workFinished {
                     background.addTask {
                         for await _ in workFinished {}
                         drainDeadline.set(.now + self.settings.drainLimit)
-                        signal.yield()
+                        wakeAll()
                     }
                 }
-                signal.yield()
-                for await _ in signals {
-                    if Task.isShuttingDownGracefully { break }
-                    if !registered {
-                        do {
-                            try await database { [deliveries, endpoints, settings] in
-                                try await deliveries.register(endpoints.map(\.name), fromStart: settings.fromStart)
-                            }
-                            registered = true
-                        } catch {
-                            logger.warning(
-                                "Could not register the webhook endpoints; retrying",
-                                metadata: ["error": "\(String(describing: error).prefix(200))"]
-                            )
-                            if let deadline = drainDeadline.value, ContinuousClock.now >= deadline { break }
-                            continue
-                        }
+                wakeAll()
+                // A loop per endpoint: a slow or dead endpoint delays its own events only.
+                await withDiscardingTaskGroup { loops in
+                    for (endpoint, channel) in zip(endpoints, channels) {
+                        loops.addTask { await self.deliver(to: endpoint, wakeUps: channel.stream, drainDeadline: drainDeadline) }
                     }
-                    let visits = await withTaskGroup(of: (String, Visit).self) { round in
-                        for endpoint in endpoints { round.addTask { (endpoint.name, await self.serve(endpoint)) } }
-                        return await round.reduce(into: [String: Visit]()) { $0[$1.0] = $1.1 }
-                    }
-                    if let deadline = drainDeadline.value, await drainIsOver(visits, deadline: deadline) { break }
                 }
                 background.cancelAll()
             }
         } onGracefulShutdown: {
-            signal.yield()
+            wakeAll()
         }
     }
 
-    /// After a drain: whether every endpoint has all the events committed for it, or is failing
-    /// or served elsewhere (the next run or another worker goes on), or time is up.
-    func drainIsOver(_ visits: [String: Visit], deadline: ContinuousClock.Instant) async -> Bool {
-        var waiting: [String] = []
-        for endpoint in endpoints {
-            switch visits[endpoint.name] {
-            case .failed, .notDue:
-                continue
-            case .caughtUp(let cursor):
-                // Events whose transaction is committed but not yet readable come next.
-                let pending = try? await database { [feed] in try await feed.hasCommittedEvents(after: cursor, clientIDs: endpoint.clientIDs.sorted())
+    /// Serves one endpoint on every wake-up until shutdown or, beside a drain, until
+    /// ``drainIsOver(_:after:deadline:)``.
+    func deliver(to endpoint: WebhookEndpoint, wakeUps: AsyncStream<Void>, drainDeadline: DrainDeadline) async {
+        // Registered once the database answers; until then every wake-up retries it.
+        var registered = false
+        for await _ in wakeUps {
+            if Task.isShuttingDownGracefully { break }
+            if !registered {
+                do {
+                    try await database { [deliveries, settings] in try await deliveries.register([endpoint.name], fromStart: settings.fromStart) }
+                    registered = true
+                } catch {
+                    logger.warning(
+                        "Could not register the webhook endpoint; retrying",
+                        metadata: ["revoker.webhook": "\(endpoint.name)", "error": "\(String(describing: error).prefix(200))"]
+                    )
+                    if let deadline = drainDeadline.value, ContinuousClock.now >= deadline { break }
+                    continue
                 }
-                if pending != false { waiting.append(endpoint.name) }
-            case .interrupted, nil:
-                waiting.append(endpoint.name)
             }
+            let visit = await serve(endpoint)
+            if let deadline = drainDeadline.value, await drainIsOver(endpoint, after: visit, deadline: deadline) { break }
         }
-        if waiting.isEmpty { return true }
+    }
+
+    /// After a drain: whether the endpoint has all the events committed for it, or is failing
+    /// or served elsewhere (the next run or another worker goes on), or time is up.
+    func drainIsOver(_ endpoint: WebhookEndpoint, after visit: Visit, deadline: ContinuousClock.Instant) async -> Bool {
+        switch visit {
+        case .failed, .notDue:
+            return true
+        case .caughtUp(let cursor):
+            // Events whose transaction is committed but not yet readable come next.
+            let pending = try? await database { [feed] in
+                try await feed.hasCommittedEvents(after: cursor, clientIDs: endpoint.clientIDs.sorted())
+            }
+            if pending == false { return true }
+        case .interrupted:
+            break
+        }
         guard ContinuousClock.now < deadline else {
             logger.notice(
                 "The drain ends with webhook events still to send; the next run or a worker sends them",
-                metadata: ["revoker.webhooks": "\(waiting.joined(separator: ","))"]
+                metadata: ["revoker.webhook": "\(endpoint.name)"]
             )
             return true
         }
         return false
     }
 
-    /// Wakes the rounds on every NOTIFY of new events; reconnects after a database outage.
-    func listen(_ signal: AsyncStream<Void>.Continuation) async {
+    /// Wakes the endpoints on every NOTIFY of new events; reconnects after a database outage.
+    func listen(_ wake: @escaping @Sendable () -> Void) async {
         while !Task.isCancelled {
             do {
                 try await feed.withWakeUps { wakeUps in
-                    for try await _ in wakeUps { signal.yield() }
+                    for try await _ in wakeUps { wake() }
                 }
             } catch {
                 try? await Task.sleep(for: .seconds(1))
@@ -270,14 +278,21 @@ public struct WebhookDeliverer: Service {
         request.headers.add(name: "webhook-timestamp", value: String(timestamp))
         request.headers.add(name: "webhook-signature", value: endpoint.secret.signature(id: id, timestamp: timestamp, body: body))
         request.body = .bytes(ByteBuffer(bytes: body))
+        let (httpClient, timeout) = (httpClient, settings.timeout)
         do {
-            let response = try await httpClient.execute(request, timeout: TimeAmount.nanoseconds(Int64(settings.timeout / .nanoseconds(1))))
-            // The answer's body is not needed; read a little so the connection can be reused.
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            let status = Int(response.status.code)
+            // The whole exchange, head and body, within the timeout: an endpoint trickling its
+            // answer must not hold the endpoint's lease, nor the drain, past it.
+            let (status, retryAfter) = try await withDeadline(timeout) { [request] in
+                let response = try await httpClient.execute(request, timeout: TimeAmount.nanoseconds(Int64(timeout / .nanoseconds(1))))
+                // The answer's body is not needed; read a little so the connection can be reused.
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                try Task.checkCancellation()
+                return (Int(response.status.code), response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0) })
+            }
             if (200..<300).contains(status) { return .delivered(status) }
-            let retryAfter = response.headers.first(name: "Retry-After").flatMap { RetryAfter.parse($0) }
             return .failed(status: status, reason: "the endpoint answered \(status)", retryAfter: retryAfter)
+        } catch is DeadlineExceeded {
+            return .failed(status: nil, reason: "no complete answer within the timeout", retryAfter: nil)
         } catch {
             return .failed(status: nil, reason: "no answer (\(type(of: error)))", retryAfter: nil)
         }

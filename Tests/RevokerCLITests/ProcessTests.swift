@@ -171,6 +171,43 @@ struct ProcessTests {
         }
     }
 
+    /// A database that stops answering (every byte dropped, nothing closed) must not hold a
+    /// SIGTERM forever: past the shutdown limit what is left is cancelled and the process ends.
+    @Test func sigtermEndsTheProcessWhenTheDatabaseStopsAnswering() async throws {
+        var worker = Self.fastWorker
+        worker["shutdown_grace_seconds"] = 0
+        try await RevokerTestStack.with(worker: worker) { harness in
+            var url = try #require(URLComponents(string: harness.database.url))
+            let (host, port) = (try #require(url.host), try #require(url.port))
+            try await TCPProxy.with(toHost: host, port: port) { proxy in
+                url.host = "127.0.0.1"
+                url.port = proxy.port
+                var environment = harness.environment
+                environment["DATABASE_URL"] = try #require(url.string)
+                _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "f", count: 8)
+                try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 500))
+                let process = try RevokerProcess(["work", "--log-level", "info"], environment: environment)
+                try await waitUntil("the worker is at work") {
+                    guard process.isRunning else { throw WaitedInVain(what: "the worker ended: \(process.stderrSoFar.suffix(500))", limit: .zero) }
+                    return try await harness.count(state: .running) > 0
+                }
+                proxy.freeze()
+                process.signal(SIGTERM)
+                // A guard against a hang, far above the bound (grace 0 + 30 s, then 15 s for what is
+                // cancelled); without the bound the process waited out every database deadline, minutes.
+                let result = try await process.wait(timeout: .seconds(120))
+                #expect(result.signalled || result.status != 0, "a shutdown cut short is not a clean exit: \(result.stderr.suffix(1500))")
+                #expect(
+                    result.stderr.contains("shutdown did not finish") || result.stderr.contains("Cancellation took longer"),
+                    "it says why: \(result.stderr.suffix(1500))"
+                )
+                try harness.expectNoSecrets(in: result.stdout + result.stderr)
+                let said = result.stderr.split(separator: "\n").last { $0.contains("shutdown") || $0.contains("Cancellation") } ?? ""
+                print("shutdown test: exit \(result.status)\(result.signalled ? " (signal)" : ""): \(said.prefix(200))")
+            }
+        }
+    }
+
     @Test func aDatabaseRestartDuringADrainIsSurvived() async throws {
         try await PrivatePostgres.with { server in
             try await RevokerTestStack.with(worker: Self.fastWorker, server: server.url) { harness in
@@ -237,6 +274,34 @@ struct ProcessTests {
             let couldNotRun = try await RevokerProcess.run(["drain"], environment: noDatabase)
             #expect(couldNotRun.status == 2)
             #expect(couldNotRun.stderr.contains("DATABASE_URL") && !couldNotRun.stderr.contains("Stack"))
+        }
+    }
+
+    /// A cron drain after the one that paused an app: the probe is not due, so this run claims
+    /// nothing of that app, yet its requests wait and the exit code must say so.
+    @Test func aDrainExitsThreeWhileAPausedAppsRequestsWaitUntouched() async throws {
+        var worker = Self.fastWorker
+        worker["pause_probe_seconds"] = 600
+        try await RevokerTestStack.with(worker: worker) { harness in
+            let photos = harness.files.apps[1]
+            try await harness.sandbox.admin.register(
+                .init(clientID: photos.clientID, teamID: photos.teamID, keyID: photos.keyID, publicKeyPEM: LocalAppFiles.otherPublicKeyPEM())
+            )
+            _ = try await harness.enqueueMany(clientID: photos.clientID, prefix: "p", count: 3)
+            let pausing = try await RevokerProcess.run(["drain", "--json"], environment: harness.environment)
+            #expect(pausing.status == 3, "\(pausing.stdout) \(pausing.stderr.suffix(1000))")
+            #expect(try await harness.queue.pausedApps().map(\.clientID) == [photos.clientID])
+
+            try await harness.enqueue(clientID: "com.example.notes", reference: "other app", kind: .refreshToken)
+            let next = try await RevokerProcess.run(["drain", "--json", "--max-duration", "60"], environment: harness.environment)
+            #expect(next.status == 3, "requests wait for a paused app: \(next.stdout) \(next.stderr.suffix(1000))")
+            let summary = try #require(try parseJSON(next.stdout) as? [String: Any])
+            #expect(summary["succeeded"] as? Int == 1, "the other app's request was revoked")
+            #expect(summary["unfinished"] as? Int == 3)
+            #expect(summary["paused"] as? Int == 3)
+            #expect(summary["paused_apps"] as? Int == 1)
+            #expect(try await harness.count(state: .pending) == 3)
+            try harness.expectNoSecrets(in: pausing.stdout + pausing.stderr + next.stdout + next.stderr)
         }
     }
 

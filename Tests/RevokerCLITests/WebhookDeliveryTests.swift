@@ -122,6 +122,62 @@ struct WebhookDeliveryTests {
         }
     }
 
+    /// One app's endpoint answers 200 and then trickles its body; another app's endpoint is
+    /// healthy. The healthy one gets its events while the slow one is still trickling, and the
+    /// slow exchange is cut at the timeout, recorded as a failure and sent again.
+    @Test func aSlowEndpointHoldsNeitherAnotherEndpointNorItsOwnLeasePastTheTimeout() async throws {
+        let photos = "com.example.photos"
+        try await WebhookReceiver.with { healthy in
+            try await TricklingEndpoint.with(contentLength: 1000, every: .milliseconds(100)) { slow in
+                let delivery: [String: any Sendable] = [
+                    "timeout_seconds": 20, "retry_base_seconds": 0.05, "retry_cap_seconds": 0.2, "poll_interval_seconds": 0.2, "from_start": true,
+                ]
+                let settings: [String: any Sendable] = [
+                    "webhooks": [
+                        slow.configurationEntry(name: "notes-backend", secretFile: healthy.secretFile, clientIDs: [Self.notes]),
+                        healthy.configurationEntry(name: "photos-backend", clientIDs: [photos]),
+                    ],
+                    "webhook_delivery": delivery,
+                ]
+                try await RevokerTestStack.with(settings: settings, serving: [.worker]) { stack in
+                    try await stack.enqueue(clientID: Self.notes, reference: "slow-0", kind: .refreshToken)
+                    try await waitUntil("the slow endpoint answers") { !slow.exchanges.isEmpty }
+
+                    try await stack.enqueue(clientID: photos, reference: "fast-0", kind: .refreshToken)
+                    try await waitUntil("the other app's request is revoked") {
+                        try await stack.requests().contains { $0.externalReference == "fast-0" && $0.state.isFinal }
+                    }
+                    // Its event is readable once every transaction before it has ended (busy when other tests run).
+                    let feed = EventFeed(client: stack.database.client, logger: stack.logger)
+                    var expected: [String] = []
+                    try await waitUntil("the other app's event is in the feed") {
+                        expected = try await feed.events(after: nil, clientIDs: [photos], limit: 1000).map { $0.id.uuidString.lowercased() }
+                        return !expected.isEmpty
+                    }
+                    try await Self.waitForAccepted(healthy, count: expected.count)
+                    let lastHealthy = try #require(healthy.deliveries.last)
+                    let first = try #require(slow.exchanges.first)
+                    #expect(
+                        first.closedAt.map { lastHealthy.receivedAt < $0 } ?? true,
+                        "the healthy endpoint had its events while the slow one was still trickling"
+                    )
+                    #expect(healthy.deliveries.allSatisfy { $0.clientID == photos && $0.signatureValid })
+
+                    // The slow exchange is cut before its body is whole, and the same event is sent again.
+                    try await waitUntil("the slow delivery is retried") { slow.exchanges.count >= 2 }
+                    let cut = try #require(slow.exchanges.first)
+                    #expect(cut.closedAt != nil && cut.bodyBytesSent < slow.contentLength, "the client gave up on the trickle")
+                    #expect(slow.exchanges[1].webhookID == cut.webhookID, "the same event again: nothing skipped")
+                    let states = try await WebhookDeliveries(client: stack.database.client, logger: stack.logger).states()
+                    let slowState = try #require(states.first { $0.endpoint == "notes-backend" })
+                    #expect(slowState.delivered == 0 && slowState.failingSince != nil, "\(slowState)")
+                    #expect(slowState.lastError?.contains("timeout") == true, "\(slowState.lastError ?? "-")")
+                    #expect(states.first { $0.endpoint == "photos-backend" }?.delivered == Int64(expected.count))
+                }
+            }
+        }
+    }
+
     @Test func aDrainExitsOnceTheEndpointHasItsEventsOrFails() async throws {
         try await WebhookReceiver.with { receiver in
             var settings = Self.settings(receiver)

@@ -42,6 +42,13 @@ struct RawConnection: Sendable {
     /// What arrived so far.
     var text: String { received.text.withLock { $0 } }
 
+    /// Whether anything arrived within `limit` (a guard against a hang, not a measure of speed).
+    func receives(within limit: Duration) async -> Bool {
+        let end = ContinuousClock.now + limit
+        while text.isEmpty, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(20)) }
+        return !text.isEmpty
+    }
+
     /// Whether the server closed the connection within `limit`.
     func closes(within limit: Duration) async -> Bool {
         // Polled: waiting on the close future could not be cut short by a deadline.

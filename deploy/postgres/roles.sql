@@ -13,7 +13,10 @@
 --                  revoker.enqueue_revocation only, plus SELECT on the request's state columns
 --                  (never the credential columns or the intake).
 -- revoker_auditor  compliance: SELECT on revoker.audit_events, its chains, genesis and checkpoints,
---                  and the providers' notifications (enough for `revoker audit verify`).
+--                  the providers' notifications, and the schema's version (revoker.schema_migrations:
+--                  names and checksums of the migrations applied), which `revoker audit verify` checks
+--                  before it trusts its own queries. Enough for the README's commands for compliance
+--                  staff (Tests/RevokerCLITests/RoleCommandTests.swift runs each one as this role).
 --
 -- The outbox (revoker.outbox_events) is written only by its triggers (SECURITY DEFINER, owned
 -- by the schema owner): the service's role reads it but cannot add, change or remove an event.
@@ -85,3 +88,5 @@ GRANT SELECT ON revoker.events TO revoker_enqueuer;
 -- Auditor
 GRANT SELECT ON revoker.audit_events, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_checkpoints TO revoker_auditor;
+-- `revoker audit verify` refuses to judge a trail whose schema this build does not know.
+GRANT SELECT ON revoker.schema_migrations TO revoker_auditor;

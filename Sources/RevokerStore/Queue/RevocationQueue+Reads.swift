@@ -53,6 +53,24 @@ extension RevocationQueue {
         }
     }
 
+    /// What is left in the queue: requests not final yet, those of paused apps, paused apps.
+    public func remainder() async throws -> QueueRemainder {
+        let rows = try await StoreDatabase.run(self.logger) {
+            try await self.client.query(
+                """
+                SELECT count(*)::int,
+                       count(*) FILTER (WHERE r.state = 'pending' AND p.client_id IS NOT NULL)::int,
+                       (SELECT count(*)::int FROM revoker.app_pauses)
+                FROM revoker.revocation_requests r LEFT JOIN revoker.app_pauses p ON p.client_id = r.client_id
+                WHERE r.state IN ('pending', 'running')
+                """,
+                logger: self.logger
+            ).collect()
+        }
+        let (waiting, paused, apps) = try rows.first?.decode((Int, Int, Int).self) ?? (0, 0, 0)
+        return QueueRemainder(waiting: waiting, waitingForPausedApps: paused, pausedApps: apps)
+    }
+
     /// One request by id (without its credential), or nil.
     public func request(id: UUID) async throws -> RevocationRequest? {
         try await StoreDatabase.run(self.logger) {

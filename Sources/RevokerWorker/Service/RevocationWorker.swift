@@ -95,6 +95,7 @@ public struct RevocationWorker: Service {
                 // What it handed back is due now: other workers need not wait for their next poll.
                 _ = try? await withDeadline(settings.databaseTimeout) { try await queue.wakeWorkers() }
             }
+            if case .drain = mode { await countRemainder() }
             _ = try? await withDeadline(settings.databaseTimeout) { try await queue.unregisterWorker(owner: owner) }
         } onGracefulShutdown: {
             self.state.beginShutdown(grace: self.settings.shutdownGrace)
@@ -157,6 +158,18 @@ public struct RevocationWorker: Service {
                 if state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
             }
             _ = await wakeUps.next()
+        }
+    }
+
+    /// Counts what a drain leaves in the queue: an app paused by an earlier run, with its probe
+    /// not yet due, leaves requests waiting that this process never claimed.
+    private func countRemainder() async {
+        let queue = queue
+        do {
+            let remainder = try await withDeadline(settings.databaseTimeout) { try await queue.remainder() }
+            state.ended(leaving: remainder)
+        } catch {
+            logger.warning("Cannot count the requests left waiting", metadata: ["error": "\(String(describing: error).prefix(200))"])
         }
     }
 

@@ -18,6 +18,10 @@ public struct WorkerReport: Sendable, Equatable {
     public var unfinished = 0
     /// Whether the run stopped because its time ran out.
     public var timedOut = false
+    /// What the queue held when a drain ended, counted from the database (other processes'
+    /// requests and paused apps included); nil for a continuous worker, or when the database
+    /// could not tell.
+    public var remainder: QueueRemainder?
 
     public init() {}
 

@@ -19,6 +19,7 @@ final class WorkerState: Sendable {
         var retriesDue: [UUID: ContinuousClock.Instant] = [:]
         /// Requests whose last disposition here left them unfinished.
         var unfinished: Set<UUID> = []
+        var remainder: QueueRemainder?
     }
 
     /// The worker's liveness lock (`RevocationQueue.withWorkerSession`).
@@ -77,10 +78,16 @@ final class WorkerState: Sendable {
         var report = work.withLock { state in
             var report = state.report
             report.unfinished = state.unfinished.count
+            report.remainder = state.remainder
             return report
         }
         report.timedOut = shutdown.withLock { $0.timedOut }
         return report
+    }
+
+    /// Records what the queue held at the end of a drain.
+    func ended(leaving remainder: QueueRemainder) {
+        work.withLock { $0.remainder = remainder }
     }
 
     func started(_ lease: Lease) {

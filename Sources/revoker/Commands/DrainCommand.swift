@@ -44,17 +44,30 @@ struct DrainCommand: AsyncParsableCommand {
         throw Self.exitCode(for: report)
     }
 
+    /// Judged by what the database holds at the end, not only by what this process claimed:
+    /// a paused app's requests wait whether or not this run touched them. When the database
+    /// cannot tell, the run is not taken for complete.
     static func exitCode(for report: WorkerReport) -> ExitCode {
         if report.failed > 0 { return Exit.someFailed }
-        if report.timedOut || report.unfinished > 0 { return Exit.incomplete }
+        guard let remainder = report.remainder else { return Exit.incomplete }
+        if report.timedOut || report.unfinished > 0 || !remainder.isEmpty { return Exit.incomplete }
         return Exit.success
     }
 
+    /// Requests left waiting and those of them waiting for a paused app: the database's count,
+    /// or this process's own when the database could not tell.
+    static func leftWaiting(_ report: WorkerReport) -> (waiting: Int, paused: Int, pausedApps: Int?) {
+        guard let remainder = report.remainder else { return (report.unfinished, report.paused, nil) }
+        return (remainder.waiting, remainder.waitingForPausedApps, remainder.pausedApps)
+    }
+
     static func text(_ report: WorkerReport, elapsed: Duration) -> String {
+        let left = leftWaiting(report)
         var lines = [
             "Drained in \(String(format: "%.1f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)) s: "
                 + "\(report.succeeded + report.failed) finished (\(report.succeeded) succeeded, \(report.failed) failed), "
-                + "\(report.retriesScheduled) retries, \(report.unfinished) left waiting (\(report.paused) for a paused app)"
+                + "\(report.retriesScheduled) retries, \(left.waiting) left waiting (\(left.paused) for a paused app)"
+                + (left.pausedApps.map { ", \($0) app\($0 == 1 ? "" : "s") paused" } ?? ", the queue could not be counted")
                 + (report.timedOut ? ", time ran out" : "") + "."
         ]
         for (outcome, count) in report.finished.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
@@ -64,10 +77,11 @@ struct DrainCommand: AsyncParsableCommand {
     }
 
     static func json(_ report: WorkerReport, elapsed: Duration) -> String {
+        let left = leftWaiting(report)
         let object: [String: Any] = [
             "succeeded": report.succeeded, "failed": report.failed, "retries_scheduled": report.retriesScheduled,
-            "paused": report.paused, "handed_back": report.released, "unfinished": report.unfinished, "interrupted": report.interrupted,
-            "timed_out": report.timedOut,
+            "paused": left.paused, "paused_apps": left.pausedApps ?? NSNull(), "handed_back": report.released,
+            "unfinished": left.waiting, "interrupted": report.interrupted, "timed_out": report.timedOut,
             "elapsed_ms": elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
             "by_outcome": Dictionary(uniqueKeysWithValues: report.finished.map { ($0.key.rawValue, $0.value) }),
         ]
