@@ -25,12 +25,11 @@ import Testing
     /// The feed's events of `type` once `count` of them are readable (an open transaction
     /// anywhere on the server holds the feed back for a while).
     static func events(_ type: String, count: Int, _ db: ScratchDatabase) async throws -> [OutboxEvent] {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while true {
-            let events = try await EventFeed(client: db.client, logger: logger).events(after: nil, limit: 1000).filter { $0.type == type }
-            if events.count >= count || ContinuousClock.now > deadline { return events }
-            try await Task.sleep(for: .milliseconds(200))
+        let feed = EventFeed(client: db.client, logger: logger)
+        try await waitUntil("\(count) \(type) event(s) readable") {
+            try await feed.events(after: nil, limit: 1000).filter { $0.type == type }.count >= count
         }
+        return try await feed.events(after: nil, limit: 1000).filter { $0.type == type }
     }
 
     static func one<T: PostgresDecodable>(_ sql: String, _ db: ScratchDatabase, as type: T.Type) async throws -> T {
