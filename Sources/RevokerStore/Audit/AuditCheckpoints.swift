@@ -33,11 +33,8 @@ public struct AuditCheckpoints: Sendable {
                     .collect().first?.decode(Bool.self) ?? false
                 guard locked else { return nil }
                 let known = signer.lastKnown
-                let stored = try await Self.read(
-                    "WHERE seq >= \(known?.seq ?? Int64.max) ORDER BY seq",
-                    on: connection,
-                    logger: self.logger
-                )
+                var stored: [AuditCheckpoint] = []
+                if let known { stored = try await Self.read("WHERE seq >= \(known.seq) ORDER BY seq", on: connection, logger: self.logger) }
                 let newest = try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: self.logger).first
                 let last = try signer.history(stored, newest: newest)
                 let from = last?.txidTo ?? 0

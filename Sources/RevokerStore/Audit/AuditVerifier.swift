@@ -33,7 +33,12 @@ public struct AuditVerifier: Sendable {
             let genesis = try await self.genesis()
             let checkpoints = try await AuditCheckpoints(client: self.client, logger: self.logger).all()
             problems += Self.checkLinks(checkpoints, keys: keys)
-            problems += AuditWitness.problems(checkpoints, witnessed: witnessed, keys: keys, complete: true).map {
+            // A witness's checkpoint signed by a key not given proves nothing either way.
+            let (signed, unsigned) = (witnessed.filter { $0.isSigned(byOneOf: keys) }, witnessed.filter { !$0.isSigned(byOneOf: keys) })
+            problems += unsigned.map {
+                AuditProblem(.unknownKey, "the witness's checkpoint \($0.seq) is not signed by a key given: it is not verifiable", checkpoint: $0.seq)
+            }
+            problems += AuditWitness.problems(checkpoints, witnessed: signed, keys: keys, complete: true).map {
                 AuditProblem(.witnessMismatch, $0)
             }
             let (rows, chains) = try await self.checkChains(since: since, clientID: clientID, problems: &problems)
