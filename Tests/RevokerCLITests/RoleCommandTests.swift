@@ -110,6 +110,22 @@ struct RoleCommandTests {
             role: .auditor,
             use: .command(["audit", "verify-receipt", "{receipt}", "--public-key", "{public-key}"])
         ),
+        // The auditor's daily routine: twice, the first run keeping into a witness not there yet.
+        .init(
+            readme: "Witnesses: an auditor's daily routine",
+            role: .auditor,
+            use: .command(["audit", "verify", "--public-key", "{public-key}", "--witness", "{witness}", "--keep-witness", "{witness}"])
+        ),
+        .init(
+            readme: "Witnesses: an auditor's daily routine",
+            role: .auditor,
+            use: .command(["audit", "verify", "--public-key", "{public-key}", "--witness", "{witness}", "--keep-witness", "{witness}"])
+        ),
+        .init(
+            readme: "Witnesses: an auditor's daily routine",
+            role: .auditor,
+            use: .command(["audit", "verify-receipt", "{receipt}", "--public-key", "{public-key}", "--witness", "{witness}"])
+        ),
         // App backends in the same database.
         .init(
             readme: "What it needs: revoker_enqueuer reads request states",
@@ -138,6 +154,7 @@ struct RoleCommandTests {
                 harness.secrets.add(second.value)
                 files["token-file"] = try Self.write(first.value, in: harness.files.directory)
                 files["token-2"] = second.value
+                files["witness"] = harness.files.directory.appendingPathComponent("kept-checkpoints.jsonl").path
 
                 for (index, entry) in Self.documented.enumerated() {
                     let url = try #require(logins[entry.role])
