@@ -160,11 +160,12 @@ struct WebhookDeliveryTests {
                     let feed = EventFeed(client: stack.database.client, logger: stack.logger)
                     var expected: [String] = []
                     try await waitUntil("the other app's event is in the feed") {
-                        expected = try await feed.events(after: nil, clientIDs: [photos], limit: 1000).map { $0.id.uuidString.lowercased() }
+                        expected = try await feed.events(after: nil, clientIDs: [photos], limit: 1000)
+                            .filter { !$0.type.hasPrefix("audit.") }.map { $0.id.uuidString.lowercased() }
                         return !expected.isEmpty
                     }
                     try await Self.waitForAccepted(healthy, count: expected.count)
-                    let lastHealthy = try #require(healthy.deliveries.last)
+                    let lastHealthy = try #require(Self.outcomes(healthy).last)
                     let first = try #require(slow.exchanges.first)
                     #expect(
                         first.closedAt.map { lastHealthy.receivedAt < $0 } ?? true,
@@ -181,7 +182,8 @@ struct WebhookDeliveryTests {
                     let slowState = try #require(states.first { $0.endpoint == "notes-backend" })
                     #expect(slowState.delivered == 0 && slowState.failingSince != nil, "\(slowState)")
                     #expect(slowState.lastError?.contains("timeout") == true, "\(slowState.lastError ?? "-")")
-                    #expect(states.first { $0.endpoint == "photos-backend" }?.delivered == Int64(expected.count))
+                    // At least those (a slow machine may have signed a checkpoint, an event too, meanwhile).
+                    #expect((states.first { $0.endpoint == "photos-backend" }?.delivered ?? 0) >= Int64(expected.count))
                 }
             }
         }
@@ -229,7 +231,12 @@ struct WebhookDeliveryTests {
                 try await stack.enqueue(clientID: Self.notes, reference: "old-3", kind: .refreshToken)
                 let refused = try await RevokerProcess.run(["drain"], environment: stack.environment, timeout: .seconds(300))
                 #expect(refused.status == 0, "\(refused.stderr.suffix(1000))")
-                let all = try await Self.expectedIDs(stack)
+                // Readable once every transaction before them has ended (busy when other tests run).
+                var all: [String] = []
+                try await waitUntil("the four events in the feed") {
+                    all = try await Self.expectedIDs(stack)
+                    return all.count >= 4
+                }
                 try #require(all.count == 4)
 
                 // All four are made 100 days old (as the database's owner, past the outbox's trigger).
