@@ -204,7 +204,9 @@ import Testing
                 try await group.waitForAll()
                 // Its row, written after the checkpoint, is taken late by the next one.
                 let late = try #require(try await AuditChainTests.checkpointEverything(checkpoints, verifier, signer))
-                #expect(late.lateTxids == [xid])
+                // (Other databases' transactions that ended between the snapshot and the look at who
+                // runs where may be listed open and then late too: they wrote nothing here.)
+                #expect(late.lateTxids.contains(xid))
                 #expect(late.covers(xid) && !covered.covers(xid))
                 let result = try await verifier.verify(keys: [key.publicKey])
                 #expect(result.intact, "\(result.problems)")
