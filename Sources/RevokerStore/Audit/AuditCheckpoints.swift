@@ -36,7 +36,7 @@ public struct AuditCheckpoints: Sendable {
                 var stored: [AuditCheckpoint] = []
                 if let known { stored = try await Self.read("WHERE seq >= \(known.seq) ORDER BY seq", on: connection, logger: self.logger) }
                 let newest = try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: self.logger).first
-                let last = try signer.history(stored, newest: newest)
+                let last = try signer.history(stored, newest: newest, known: known)
                 let from = last?.txidTo ?? 0
                 let horizon = try await Self.horizon(on: connection, logger: self.logger)
                 let to = horizon.xmax

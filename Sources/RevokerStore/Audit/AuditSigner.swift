@@ -51,10 +51,10 @@ public final class AuditSigner: Sendable {
     /// Why it refuses to sign, if it does.
     public var refusal: Refusal? { state.withLock { $0.refusal } }
 
-    /// Checks that `stored` (the database's checkpoints from the last known one on, in order)
-    /// extends what this signer knows; returns the checkpoint to link the next one to.
-    func history(_ stored: [AuditCheckpoint], newest: AuditCheckpoint?) throws(RevokerStoreError) -> AuditCheckpoint? {
-        guard let known = lastKnown else {
+    /// Checks that `stored` (the database's checkpoints from `known` on, in order) extends
+    /// `known`, the last checkpoint this signer knows; returns the checkpoint to link the next one to.
+    func history(_ stored: [AuditCheckpoint], newest: AuditCheckpoint?, known: AuditCheckpoint?) throws(RevokerStoreError) -> AuditCheckpoint? {
+        guard let known else {
             // Nothing known yet: the database's newest is history if a trusted key signed it.
             if let newest, !newest.isSigned(byOneOf: trustedKeys) {
                 throw refuse(
