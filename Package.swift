@@ -22,7 +22,7 @@ let package = Package(
         .library(name: "RevokerStore", targets: ["RevokerStore"]),
         .library(name: "RevokerHTTP", targets: ["RevokerHTTP"]),
         .library(name: "RevokerWorker", targets: ["RevokerWorker"]),
-        .library(name: "RevokerEvents", targets: ["RevokerEvents"]),
+        .library(name: "RevokerWebhooks", targets: ["RevokerWebhooks"]),
         .library(name: "RevokerConfiguration", targets: ["RevokerConfiguration"]),
         .library(name: "RevokerApp", targets: ["RevokerApp"]),
         .library(name: "RevokerBench", targets: ["RevokerBench"]),
@@ -151,6 +151,7 @@ let package = Package(
             name: "RevokerStore",
             dependencies: [
                 "RevokerEvidence",
+                "RevokerProvider",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -173,9 +174,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(
-            name: "RevokerEvents",
+            name: "RevokerWebhooks",
             dependencies: [
-                "AppleSignIn",
+                "RevokerProvider",
                 "RevokerStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
@@ -216,7 +217,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "GoogleSignIn",
-                "RevokerEvents",
+                "RevokerWebhooks",
                 "RevokerEvidence",
                 "RevokerHTTP",
                 "RevokerStore",
@@ -232,7 +233,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "GoogleSignIn",
-                "RevokerEvents",
+                "RevokerWebhooks",
                 "RevokerEvidence",
                 "RevokerConfiguration",
                 "RevokerHTTP",
@@ -294,7 +295,7 @@ let package = Package(
                 "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerConfiguration",
-                "RevokerEvents",
+                "RevokerWebhooks",
                 "RevokerLocalStack",
                 "RevokerStore",
                 "RevokerWorker",
@@ -343,7 +344,7 @@ let package = Package(
                 "RevokerBench",
                 "RevokerConfiguration",
                 "RevokerDemo",
-                "RevokerEvents",
+                "RevokerWebhooks",
                 "RevokerEvidence",
                 "RevokerHTTP",
                 "RevokerLocalStack",

@@ -42,7 +42,7 @@ extension AppleSandbox {
         // Apple says no more than invalid_client; the reason goes to the statistics.
         func refuse(_ reason: String) async -> SandboxAnswer {
             await state.record(endpoint: endpoint, status: 400, error: "invalid_client", grantID: call.grantID, now: now, rejection: reason)
-            return SandboxAnswer(response: Self.appleError("invalid_client"))
+            return SandboxAnswer(response: Self.providerError("invalid_client"))
         }
         guard let app = call.app, let digest else { throw await refuse("client_id is not registered") }
         // A secret seen before is not verified again (its signature cannot have changed); its times are.

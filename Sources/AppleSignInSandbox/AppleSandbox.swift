@@ -171,7 +171,7 @@ public struct AppleSandbox: Sendable {
             }
             switch answer {
             case .rejected(let error, let description):
-                return Self.appleError(error, description: description)
+                return Self.providerError(error, description: description)
             case .tokens(let tokens):
                 let idToken: String
                 if let cached = tokens.identityToken {
@@ -227,7 +227,7 @@ public struct AppleSandbox: Sendable {
     /// Records a refusal and returns it as the answer to throw.
     func rejection(_ error: String, _ endpoint: String, _ grantID: String?, _ now: Date, _ reason: String?) async -> SandboxAnswer {
         await state.record(endpoint: endpoint, status: 400, error: error, grantID: grantID, now: now, rejection: reason)
-        return SandboxAnswer(response: Self.appleError(error, description: reason))
+        return SandboxAnswer(response: Self.providerError(error, description: reason))
     }
 
     /// Signs an identity token for the grant and keeps it for later calls. Apple signs one per
@@ -243,7 +243,7 @@ public struct AppleSandbox: Sendable {
         return token
     }
 
-    static func appleError(_ code: String, description: String? = nil) -> Response {
+    static func providerError(_ code: String, description: String? = nil) -> Response {
         SandboxJSON.oauthError(code, description: description)
     }
 

@@ -6,9 +6,9 @@ import Logging
 import PostgresNIO
 import Prometheus
 import RevokerConfiguration
-import RevokerEvents
 import RevokerHTTP
 import RevokerStore
+import RevokerWebhooks
 import RevokerWorker
 import ServiceLifecycle
 import UnixSignals

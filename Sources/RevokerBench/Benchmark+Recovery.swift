@@ -2,6 +2,7 @@ import AppleSignInSandbox
 import Foundation
 import PostgresNIO
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 
 extension Benchmark {
@@ -59,7 +60,7 @@ extension Benchmark {
                                     """,
                                     logger: logger
                                 ).collect()
-                                return (orphaned, seconds(finalAt - killedAt), try rescued.first?.decode(Double.self) ?? -1)
+                                return (orphaned, (finalAt - killedAt).timeInterval, try rescued.first?.decode(Double.self) ?? -1)
                             }
                         } else if case let final = try await countRows(
                             "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE state NOT IN ('pending', 'running')",

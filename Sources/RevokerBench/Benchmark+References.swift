@@ -61,7 +61,7 @@ extension Benchmark {
                     _ = try await app.validate(refreshToken: tokens[index])
                     try await app.revoke(token: tokens[index], hint: .refreshToken)
                 }
-                let elapsed = seconds(ContinuousClock.now - started)
+                let elapsed = (ContinuousClock.now - started).timeInterval
                 return .init(
                     pairs: pairs,
                     concurrency: width,

@@ -105,8 +105,3 @@ extension BenchmarkReport.Percentiles {
         self.init(p50: rank(0.50), p95: rank(0.95), p99: rank(0.99), max: sorted.last ?? 0, samples: sorted.count)
     }
 }
-
-/// Seconds between two instants of the continuous clock.
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}

@@ -110,7 +110,7 @@ enum EnqueuePath: String, CaseIterable, Sendable {
         case .http:
             return try await Self.enqueueOverHTTP(grants, width: width, configuration: configuration, logger: logger)
         }
-        let elapsed = seconds(ContinuousClock.now - started)
+        let elapsed = (ContinuousClock.now - started).timeInterval
         return .init(path: rawValue, requests: grants.count, concurrency: width, seconds: elapsed, perSecond: Double(grants.count) / elapsed)
     }
 
@@ -149,7 +149,7 @@ enum EnqueuePath: String, CaseIterable, Sendable {
                     throw BenchmarkFailure("the HTTP API answered \(response.status.code) to an enqueue")
                 }
             }
-            let elapsed = seconds(ContinuousClock.now - started)
+            let elapsed = (ContinuousClock.now - started).timeInterval
             return .init(path: "http", requests: grants.count, concurrency: width, seconds: elapsed, perSecond: Double(grants.count) / elapsed)
         }
     }

@@ -1,7 +1,7 @@
 import AppleSignIn
 import Foundation
-import RevokerEvents
 import RevokerHTTP
+import RevokerWebhooks
 import RevokerWorker
 
 /// The JSON configuration file, read strictly: unknown keys are errors, so a typo is not a silent default.
@@ -259,6 +259,8 @@ struct ConfigurationFile: Decodable {
         var pauseProbeSeconds: Double?
         var shutdownGraceSeconds: Double?
         var clientSecretLifetimeSeconds: Double?
+        var providerTimeoutSeconds: Double?
+        /// The older name of `provider_timeout_seconds`, still read.
         var appleTimeoutSeconds: Double?
         var maxRequestsPerSecond: Double?
 
@@ -273,6 +275,7 @@ struct ConfigurationFile: Decodable {
             case pauseProbeSeconds = "pause_probe_seconds"
             case shutdownGraceSeconds = "shutdown_grace_seconds"
             case clientSecretLifetimeSeconds = "client_secret_lifetime_seconds"
+            case providerTimeoutSeconds = "provider_timeout_seconds"
             case appleTimeoutSeconds = "apple_timeout_seconds"
             case maxRequestsPerSecond = "max_requests_per_second"
         }
@@ -296,7 +299,14 @@ struct ConfigurationFile: Decodable {
             worker.shutdownGrace = try seconds(shutdownGraceSeconds, "shutdown_grace_seconds", 0...600) ?? worker.shutdownGrace
             worker.clientSecretLifetime =
                 try seconds(clientSecretLifetimeSeconds, "client_secret_lifetime_seconds", 1...15_777_000) ?? worker.clientSecretLifetime
-            worker.providerTimeout = try seconds(appleTimeoutSeconds, "apple_timeout_seconds", 0.1...120) ?? worker.providerTimeout
+            if providerTimeoutSeconds != nil, appleTimeoutSeconds != nil {
+                throw ConfigurationError(
+                    "worker.provider_timeout_seconds and worker.apple_timeout_seconds (its older name) are both set in \(source); keep one."
+                )
+            }
+            worker.providerTimeout =
+                try seconds(providerTimeoutSeconds, "provider_timeout_seconds", 0.1...120)
+                ?? seconds(appleTimeoutSeconds, "apple_timeout_seconds", 0.1...120) ?? worker.providerTimeout
             worker.maxRequestsPerSecond = try check(maxRequestsPerSecond, "max_requests_per_second", ConfigurationFile.requestsPerSecond)
             return worker
         }

@@ -4,10 +4,10 @@ import Foundation
 import GoogleSignIn
 import NIOSSL
 import PostgresNIO
-import RevokerEvents
 import RevokerEvidence
 import RevokerHTTP
 import RevokerStore
+import RevokerWebhooks
 import RevokerWorker
 
 /// Everything Revoker needs to run, from a JSON file and the environment.

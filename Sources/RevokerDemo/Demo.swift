@@ -37,7 +37,7 @@ public struct Demo: Sendable {
         var story: String
         var expected: RevocationOutcome
         var redirectURI: String? = nil
-        var appleUserID: String? = nil
+        var userID: String? = nil
         var viaSQL = false
         var provider = ProviderName.apple
         var grantID = ""
@@ -90,7 +90,7 @@ public struct Demo: Sendable {
                     kind: .refreshToken,
                     story: "stored refresh token, Apple user id given",
                     expected: .revoked,
-                    appleUserID: "000003.demo"
+                    userID: "000003.demo"
                 ),
                 Scenario(reference: "user-1004", app: 0, kind: .refreshToken, story: "stored refresh token", expected: .revoked),
                 Scenario(reference: "user-1005", app: 0, kind: .accessToken, story: "only an access token was kept", expected: .revoked),
@@ -101,7 +101,7 @@ public struct Demo: Sendable {
                     kind: .refreshToken,
                     story: "backend mixed up users: token of another Apple id",
                     expected: .subjectMismatch,
-                    appleUserID: "000999.someone-else"
+                    userID: "000999.someone-else"
                 ),
                 Scenario(
                     reference: "user-1008",
@@ -125,7 +125,7 @@ public struct Demo: Sendable {
                     kind: .refreshToken,
                     story: "the same account also signed in with Google",
                     expected: .revoked,
-                    appleUserID: "110000000000000001001",
+                    userID: "110000000000000001001",
                     provider: .google
                 ),
                 Scenario(
@@ -158,7 +158,7 @@ public struct Demo: Sendable {
                     let queue = RevocationQueue(client: database, sealer: configuration.sealer, logger: logger)
                     for index in scenarios.indices where scenarios[index].provider == .google {
                         let scenario = scenarios[index]
-                        let subject = scenario.appleUserID ?? "1100000000000000\(index)"
+                        let subject = scenario.userID ?? "1100000000000000\(index)"
                         let minted: SandboxAdmin.Minted =
                             switch scenario.kind {
                             case .authorizationCode: try await sandbox.google.mintCode(.init(clientID: googleNotes, subject: subject))
@@ -173,7 +173,7 @@ public struct Demo: Sendable {
                                 provider: scenario.provider.rawValue,
                                 clientID: googleNotes,
                                 externalReference: scenario.reference,
-                                appleUserID: scenario.appleUserID,
+                                userID: scenario.userID,
                                 credential: Credential(kind: scenario.kind, secret: minted.value)
                             ),
                             actor: "demo"
@@ -182,7 +182,7 @@ public struct Demo: Sendable {
                     for index in scenarios.indices where scenarios[index].provider == .apple {
                         let scenario = scenarios[index]
                         let clientID = files.apps[scenario.app].clientID
-                        let subject = scenario.appleUserID.map { $0.contains("someone-else") ? "000007.demo" : $0 } ?? "0000\(index).demo"
+                        let subject = scenario.userID.map { $0.contains("someone-else") ? "000007.demo" : $0 } ?? "0000\(index).demo"
                         let minted: SandboxAdmin.Minted
                         switch scenario.kind {
                         case .authorizationCode:
@@ -210,7 +210,7 @@ public struct Demo: Sendable {
                                 try NewRevocation(
                                     clientID: clientID,
                                     externalReference: scenario.reference,
-                                    appleUserID: scenario.appleUserID,
+                                    userID: scenario.userID,
                                     credential: Credential(kind: scenario.kind, secret: minted.value),
                                     redirectURI: scenario.redirectURI
                                 ),
@@ -257,7 +257,9 @@ public struct Demo: Sendable {
 
                 let audit = try await AuditLog(client: database, logger: logger).query(AuditQuery(limit: 1000))
                 let leaked = audit.records.filter { record in
-                    let text = [record.detail, record.appleErrorDescription, record.appleError, record.actor].compactMap { $0 }.joined(separator: " ")
+                    let text = [record.detail, record.providerErrorDescription, record.providerError, record.actor].compactMap { $0 }.joined(
+                        separator: " "
+                    )
                     return scenarios.contains { text.contains($0.secret) }
                 }
                 if !leaked.isEmpty { surprises += 1 }
@@ -267,7 +269,9 @@ public struct Demo: Sendable {
                 let byRequest = Dictionary(grouping: audit.records, by: { $0.externalReference ?? "" })
                 var seen = Set<String>()
                 for record in scenarios.filter({ seen.insert($0.reference).inserted }).flatMap({ byRequest[$0.reference] ?? [] }) {
-                    let apple = [record.appleEndpoint, record.httpStatus.map(String.init), record.appleError].compactMap { $0 }.joined(separator: " ")
+                    let apple = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError].compactMap { $0 }.joined(
+                        separator: " "
+                    )
                     output(
                         "   \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.externalReference ?? "-", 10)) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
                     )
@@ -294,7 +298,7 @@ public struct Demo: Sendable {
                 try NewRevocation(
                     clientID: clientID,
                     externalReference: "user-1042",
-                    appleUserID: subject,
+                    userID: subject,
                     credential: Credential(kind: .refreshToken, secret: minted.value)
                 ),
                 actor: "demo"
@@ -316,7 +320,7 @@ public struct Demo: Sendable {
             var events: [OutboxEvent] = []
             let deadline = ContinuousClock.now + .seconds(60)
             while events.count < 2, ContinuousClock.now < deadline {
-                events = try await feed.events(after: nil, clientIDs: [clientID], limit: 1000).filter { $0.appleUserID == subject }
+                events = try await feed.events(after: nil, clientIDs: [clientID], limit: 1000).filter { $0.userID == subject }
                 if events.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
             }
             output("   The app backend's event feed (GET /v1/events, revoker events) now holds:")

@@ -13,14 +13,14 @@ public struct AuditChainRow: Sendable, Hashable, Codable {
     public var requestID: UUID?
     public var clientID: String?
     public var externalReference: String?
-    public var appleUserID: String?
+    public var userID: String?
     public var event: String
     public var attempt: Int?
     public var actor: String
-    public var appleEndpoint: String?
+    public var providerEndpoint: String?
     public var httpStatus: Int?
-    public var appleError: String?
-    public var appleErrorDescription: String?
+    public var providerError: String?
+    public var providerErrorDescription: String?
     public var latencyMilliseconds: Int?
     public var detail: String?
     public var recordedBy: String?
@@ -34,12 +34,12 @@ public struct AuditChainRow: Sendable, Hashable, Codable {
         case requestID = "request_id"
         case clientID = "client_id"
         case externalReference = "external_reference"
-        case appleUserID = "apple_user_id"
+        case userID = "apple_user_id"
         case event, attempt, actor
-        case appleEndpoint = "apple_endpoint"
+        case providerEndpoint = "apple_endpoint"
         case httpStatus = "http_status"
-        case appleError = "apple_error"
-        case appleErrorDescription = "apple_error_description"
+        case providerError = "apple_error"
+        case providerErrorDescription = "apple_error_description"
         case latencyMilliseconds = "latency_ms"
         case detail
         case recordedBy = "recorded_by"
@@ -54,14 +54,14 @@ public struct AuditChainRow: Sendable, Hashable, Codable {
         requestID: UUID?,
         clientID: String?,
         externalReference: String?,
-        appleUserID: String?,
+        userID: String?,
         event: String,
         attempt: Int?,
         actor: String,
-        appleEndpoint: String?,
+        providerEndpoint: String?,
         httpStatus: Int?,
-        appleError: String?,
-        appleErrorDescription: String?,
+        providerError: String?,
+        providerErrorDescription: String?,
         latencyMilliseconds: Int?,
         detail: String?,
         recordedBy: String?
@@ -74,14 +74,14 @@ public struct AuditChainRow: Sendable, Hashable, Codable {
         self.requestID = requestID
         self.clientID = clientID
         self.externalReference = externalReference
-        self.appleUserID = appleUserID
+        self.userID = userID
         self.event = event
         self.attempt = attempt
         self.actor = actor
-        self.appleEndpoint = appleEndpoint
+        self.providerEndpoint = providerEndpoint
         self.httpStatus = httpStatus
-        self.appleError = appleError
-        self.appleErrorDescription = appleErrorDescription
+        self.providerError = providerError
+        self.providerErrorDescription = providerErrorDescription
         self.latencyMilliseconds = latencyMilliseconds
         self.detail = detail
         self.recordedBy = recordedBy
@@ -103,14 +103,14 @@ public struct AuditChainRow: Sendable, Hashable, Codable {
         encoder.append(requestID.map { $0.uuidString.lowercased() })
         encoder.append(clientID)
         encoder.append(externalReference)
-        encoder.append(appleUserID)
+        encoder.append(userID)
         encoder.append(event)
         encoder.append(attempt.map(String.init))
         encoder.append(actor)
-        encoder.append(appleEndpoint)
+        encoder.append(providerEndpoint)
         encoder.append(httpStatus.map(String.init))
-        encoder.append(appleError)
-        encoder.append(appleErrorDescription)
+        encoder.append(providerError)
+        encoder.append(providerErrorDescription)
         encoder.append(latencyMilliseconds.map(String.init))
         encoder.append(detail)
         encoder.append(recordedBy)

@@ -7,12 +7,12 @@ extension AuditReceipt {
         func text(_ value: String?) -> String { Self.escape(value ?? "—") }
         let calls = summary.appleCalls.map { call in
             "<tr><td>\(text(call.at))</td><td>\(text(call.endpoint))</td><td>\(text(call.httpStatus.map(String.init)))</td>"
-                + "<td>\(text(call.appleError))</td><td>\(text(call.latencyMilliseconds.map { "\($0) ms" }))</td></tr>"
+                + "<td>\(text(call.providerError))</td><td>\(text(call.latencyMilliseconds.map { "\($0) ms" }))</td></tr>"
         }
         let rows = events.map { event in
             let row = event.row
             return "<tr><td>\(row.chainSeq)</td><td>\(text(Self.timestamp(row.occurredAtMicros)))</td><td>\(text(row.event))</td>"
-                + "<td>\(text(row.actor))</td><td>\(text(row.appleEndpoint))</td><td>\(text(row.httpStatus.map(String.init)))</td>"
+                + "<td>\(text(row.actor))</td><td>\(text(row.providerEndpoint))</td><td>\(text(row.httpStatus.map(String.init)))</td>"
                 + "<td>\(text(row.detail))</td><td class=\"hash\">\(text(String(event.hash.prefix(16))))…</td>"
                 + "<td>\(event.checkpoint)</td></tr>"
         }
@@ -42,7 +42,7 @@ extension AuditReceipt {
             <dt>Request</dt><dd class="hash">\(text(summary.requestID))</dd>
             <dt>App (client_id)</dt><dd>\(text(summary.clientID))</dd>
             <dt>External reference</dt><dd>\(text(summary.externalReference))</dd>
-            <dt>Apple user id</dt><dd>\(text(summary.appleUserID))</dd>
+            <dt>Apple user id</dt><dd>\(text(summary.userID))</dd>
             <dt>Requested</dt><dd>\(text(summary.requestedAt)) by \(text(summary.requestedBy))</dd>
             <dt>Outcome</dt><dd>\(text(summary.outcome)) at \(text(summary.finishedAt))</dd>
             <dt>Issued</dt><dd>\(text(issuedAt)), signed by key \(text(keyID))</dd>

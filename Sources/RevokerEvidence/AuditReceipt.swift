@@ -33,7 +33,7 @@ public struct AuditReceipt: Codable, Sendable, Hashable {
         public var requestID: String
         public var clientID: String?
         public var externalReference: String?
-        public var appleUserID: String?
+        public var userID: String?
         public var requestedAt: String?
         public var requestedBy: String?
         public var appleCalls: [AppleCall]
@@ -44,7 +44,7 @@ public struct AuditReceipt: Codable, Sendable, Hashable {
             case requestID = "request_id"
             case clientID = "client_id"
             case externalReference = "external_reference"
-            case appleUserID = "apple_user_id"
+            case userID = "apple_user_id"
             case requestedAt = "requested_at"
             case requestedBy = "requested_by"
             case appleCalls = "apple_calls"
@@ -57,13 +57,13 @@ public struct AuditReceipt: Codable, Sendable, Hashable {
         public var at: String
         public var endpoint: String
         public var httpStatus: Int?
-        public var appleError: String?
+        public var providerError: String?
         public var latencyMilliseconds: Int?
 
         enum CodingKeys: String, CodingKey {
             case at, endpoint
             case httpStatus = "http_status"
-            case appleError = "apple_error"
+            case providerError = "apple_error"
             case latencyMilliseconds = "latency_ms"
         }
     }
@@ -143,16 +143,16 @@ extension AuditReceipt {
             requestID: requestID,
             clientID: rows.first?.clientID,
             externalReference: rows.first?.externalReference,
-            appleUserID: rows.last { $0.appleUserID != nil }?.appleUserID,
+            userID: rows.last { $0.userID != nil }?.userID,
             requestedAt: enqueued.map { timestamp($0.occurredAtMicros) },
             requestedBy: enqueued?.actor,
             appleCalls: rows.compactMap { row in
-                row.appleEndpoint.map {
+                row.providerEndpoint.map {
                     AppleCall(
                         at: timestamp(row.occurredAtMicros),
                         endpoint: $0,
                         httpStatus: row.httpStatus,
-                        appleError: row.appleError,
+                        providerError: row.providerError,
                         latencyMilliseconds: row.latencyMilliseconds
                     )
                 }

@@ -1,4 +1,5 @@
 import CoreMetrics
+import RevokerProvider
 import RevokerStore
 
 /// The API's metrics, through swift-metrics, into the registry that `/metrics` exports. Every
@@ -54,6 +55,6 @@ public struct APIMetrics: Sendable {
             dimensions: [("route", route), ("method", method), ("status", "\(status)")],
             preferredDisplayUnit: .seconds,
             factory: factory
-        ).recordNanoseconds(Int64(duration / .nanoseconds(1)))
+        ).recordNanoseconds(duration.nanoseconds)
     }
 }

@@ -67,7 +67,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             case .notFound: throw APIProblem.notFound(error.message)
             case .database: throw Self.unavailable(context)
             default:
-                context.logger.error("Store error while serving a request", metadata: ["error.code": "\(error.code)"])
+                context.logger.error("Store error while serving a request", metadata: ["revoker.error": "\(error.code)"])
                 throw APIProblem(.internalServerError, "The request could not be completed.")
             }
         } catch is DeadlineExceeded {
@@ -84,7 +84,7 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             problem.headers[.connection] = "close"
             throw problem
         } catch {
-            context.logger.error("Unexpected error while serving a request", metadata: ["error.type": "\(type(of: error))"])
+            context.logger.error("Unexpected error while serving a request", metadata: ["revoker.error": "\(type(of: error))"])
             throw APIProblem(.internalServerError, "The request could not be completed.")
         }
     }

@@ -8,7 +8,7 @@ struct RevocationView: Encodable {
     var clientID: String
     var externalReference: String
     /// The user's id at the provider (`user_id`; also `apple_user_id` for Apple's requests).
-    var appleUserID: String?
+    var userID: String?
     var credentialKind: String
     var enqueuedKind: String
     var hasCredential: Bool
@@ -30,7 +30,7 @@ struct RevocationView: Encodable {
         case userID = "user_id"
         case clientID = "client_id"
         case externalReference = "external_reference"
-        case appleUserID = "apple_user_id"
+        case legacyAppleUserID = "apple_user_id"
         case credentialKind = "credential_kind"
         case enqueuedKind = "enqueued_kind"
         case hasCredential = "has_credential"
@@ -51,7 +51,7 @@ struct RevocationView: Encodable {
         provider = request.provider
         clientID = request.clientID
         externalReference = request.externalReference
-        appleUserID = request.appleUserID
+        userID = request.userID
         credentialKind = request.credentialKind.rawValue
         enqueuedKind = request.enqueuedKind.rawValue
         hasCredential = request.hasCredential
@@ -76,9 +76,9 @@ struct RevocationView: Encodable {
         try container.encode(provider, forKey: .provider)
         try container.encode(clientID, forKey: .clientID)
         try container.encode(externalReference, forKey: .externalReference)
-        try container.encode(appleUserID, forKey: .userID)
+        try container.encode(userID, forKey: .userID)
         // The older name, for Apple's requests only: its clients read it.
-        try container.encode(provider == NewRevocation.defaultProvider ? appleUserID : nil, forKey: .appleUserID)
+        try container.encode(provider == NewRevocation.defaultProvider ? userID : nil, forKey: .legacyAppleUserID)
         try container.encode(credentialKind, forKey: .credentialKind)
         try container.encode(enqueuedKind, forKey: .enqueuedKind)
         try container.encode(hasCredential, forKey: .hasCredential)

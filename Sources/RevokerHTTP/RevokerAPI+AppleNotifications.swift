@@ -37,7 +37,7 @@ extension RevokerAPI {
             notification = try await verifier.verify(payload, clientID: clientID)
         } catch let error as AppleSignInError {
             metrics.notification(error.code.description)
-            context.logger.notice("Refused a notification that does not verify", metadata: ["error.code": "\(error.code)"])
+            context.logger.notice("Refused a notification that does not verify", metadata: ["revoker.error": "\(error.code)"])
             throw APIProblem.badRequest(error.message, field: "payload")
         } catch {
             // Apple's keys could not be fetched: not the sender's fault.
@@ -52,7 +52,7 @@ extension RevokerAPI {
             clientID: notification.clientID,
             type: notification.type.rawValue,
             typeAsSent: notification.typeAsSent,
-            appleUserID: notification.appleUserID,
+            userID: notification.userID,
             eventTime: notification.eventTime,
             issuedAt: notification.issuedAt,
             expiresAt: notification.expires,
@@ -75,13 +75,13 @@ extension RevokerAPI {
             context.logger.info(
                 "Accepted a notification from Apple",
                 metadata: [
-                    "apple.client_id": "\(notification.clientID)", "apple.notification.type": "\(notification.type)",
+                    "revoker.client_id": "\(notification.clientID)", "apple.notification.type": "\(notification.type)",
                     "revoker.requests_ended": "\(ended)",
                 ]
             )
         case .duplicate:
             status = "duplicate"
-            context.logger.debug("A notification arrived again", metadata: ["apple.client_id": "\(notification.clientID)"])
+            context.logger.debug("A notification arrived again", metadata: ["revoker.client_id": "\(notification.clientID)"])
         }
         metrics.notification(status)
         return try Self.json(["status": status])

@@ -24,7 +24,7 @@ extension RevokerAPI {
             requestID: try query.uuid("request_id"),
             externalReference: try query.string("external_reference"),
             clientID: try query.string("client_id"),
-            appleUserID: try query.string("apple_user_id"),
+            userID: try query.string("apple_user_id"),
             from: try query.date("from"),
             to: try query.date("to"),
             events: events,

@@ -38,7 +38,7 @@ extension RevokerAPI {
             event = try await verifier.verify(String(decoding: bytes, as: UTF8.self))
         } catch let error as GoogleSignInError {
             metrics.securityEvent(error.code.rawValue)
-            context.logger.notice("Refused a security event token that does not verify", metadata: ["error.code": "\(error.code)"])
+            context.logger.notice("Refused a security event token that does not verify", metadata: ["revoker.error": "\(error.code)"])
             return try Self.setError(error)
         } catch {
             metrics.securityEvent("keys_unavailable")

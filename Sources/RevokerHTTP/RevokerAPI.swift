@@ -178,9 +178,9 @@ public struct RevokerAPI: Sendable {
         }
         let provider = try JSONInput.string(body, "provider") ?? NewRevocation.defaultProvider
         let userID = try JSONInput.string(body, "user_id")
-        let appleUserID = try JSONInput.string(body, "apple_user_id")
+        let legacyUserID = try JSONInput.string(body, "apple_user_id")
         let idToken = try JSONInput.string(body, "id_token")
-        if [userID, appleUserID, idToken].compactMap({ $0 }).count > 1 {
+        if [userID, legacyUserID, idToken].compactMap({ $0 }).count > 1 {
             throw APIProblem.invalid(
                 "Name the user once: user_id, apple_user_id (its older name) or id_token.",
                 field: idToken != nil ? "id_token" : "apple_user_id"
@@ -194,7 +194,7 @@ public struct RevokerAPI: Sendable {
                     provider: provider,
                     clientID: clientID,
                     externalReference: reference,
-                    appleUserID: user,
+                    userID: user,
                     userFromIdentityToken: userField == "id_token",
                     credential: credential,
                     redirectURI: redirectURI,
@@ -205,13 +205,13 @@ public struct RevokerAPI: Sendable {
                 let field =
                     switch error.field {
                     case .credential: credential.kind.rawValue
-                    case .appleUserID: userField
+                    case .userID: userField
                     default: error.field.rawValue
                     }
                 throw APIProblem.invalid("This field \(error.rule).", field: field)
             }
         }
-        var new = try newRevocation(user: userID ?? appleUserID, userField: userID != nil ? "user_id" : "apple_user_id")
+        var new = try newRevocation(user: userID ?? legacyUserID, userField: userID != nil ? "user_id" : "apple_user_id")
         guard let served = clientIDs[provider] else {
             throw APIProblem.invalid(
                 "No such provider is configured; configured: \(clientIDs.keys.sorted().joined(separator: ", ")).",
@@ -273,7 +273,7 @@ public struct RevokerAPI: Sendable {
         var filter = RevocationFilter(
             clientID: try query.string("client_id"),
             externalReference: try query.string("external_reference"),
-            appleUserID: try query.string("user_id") ?? query.string("apple_user_id"),
+            userID: try query.string("user_id") ?? query.string("apple_user_id"),
             state: state,
             createdBefore: try query.date("created_before"),
             limit: try query.integer("limit", range: 1...1000) ?? 100,

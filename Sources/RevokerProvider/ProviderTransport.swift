@@ -181,10 +181,3 @@ public struct OAuthErrorBody: Decodable, Sendable {
         return (answer.flatMap { SafeText.errorCode($0.error) }, answer?.errorDescription.map { SafeText.bounded($0, scrubbing: secrets) })
     }
 }
-
-extension Duration {
-    /// Whole milliseconds, for logs and the audit trail.
-    public var milliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
-    }
-}

@@ -122,7 +122,7 @@ public struct RevokerTestStack: Sendable {
         reference: String,
         kind: CredentialKind,
         subject: String? = nil,
-        appleUserID: String? = nil,
+        userID: String? = nil,
         redirectURI: String? = nil,
         maxAttempts: Int? = nil
     ) async throws -> (request: RevocationRequest, grantID: String, secret: String) {
@@ -143,7 +143,7 @@ public struct RevokerTestStack: Sendable {
                 provider: provider.rawValue,
                 clientID: clientID,
                 externalReference: reference,
-                appleUserID: appleUserID,
+                userID: userID,
                 credential: Credential(kind: kind, secret: minted.value),
                 redirectURI: redirectURI,
                 maxAttempts: maxAttempts ?? configuration.worker.maxAttempts

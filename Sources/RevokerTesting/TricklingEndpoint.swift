@@ -46,7 +46,7 @@ public final class TricklingEndpoint: Sendable {
         _ body: (TricklingEndpoint) async throws -> T
     ) async throws -> T {
         let recorded = Recorder()
-        let pause = TimeAmount.nanoseconds(Int64(interval / .nanoseconds(1)))
+        let pause = TimeAmount(interval)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in

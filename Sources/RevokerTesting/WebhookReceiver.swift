@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import RevokerEvents
 import RevokerLocalStack
+import RevokerWebhooks
 import Synchronization
 
 /// An app backend's webhook endpoint on a free loopback port: it checks every delivery's

@@ -5,11 +5,11 @@ import Foundation
 struct Revoker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "revoker",
-        abstract: "Revokes Sign in with Apple grants when accounts are deleted.",
+        abstract: "Revokes a deleted account's Sign in with Apple and Sign in with Google grants.",
         discussion: """
-            App backends enqueue a deletion; Revoker signs a fresh client secret, exchanges the stored \
-            authorization code or validates the stored refresh token at Apple, revokes it, retries what \
-            is transient and records every step in an audit trail.
+            App backends enqueue a deletion; Revoker exchanges the stored authorization code or proves \
+            the stored refresh token at the provider (Apple or Google), checks the grant is that user's, \
+            revokes it, retries what is transient and records every step in an audit trail.
             """,
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, WorkCommand.self, DrainCommand.self, ServeCommand.self, StatusCommand.self,

@@ -12,14 +12,14 @@ struct AuditExportTests {
             requestID: UUID(uuidString: "6F9619FF-8B86-D011-B42D-00CF4FC964FF"),
             clientID: "com.example.app",
             externalReference: "user-1",
-            appleUserID: nil,
+            userID: nil,
             event: "apple_error",
             attempt: 2,
             actor: "worker-1",
-            appleEndpoint: "/auth/token",
+            providerEndpoint: "/auth/token",
             httpStatus: 400,
-            appleError: "invalid_grant",
-            appleErrorDescription: description,
+            providerError: "invalid_grant",
+            providerErrorDescription: description,
             latencyMilliseconds: 87,
             detail: detail
         )

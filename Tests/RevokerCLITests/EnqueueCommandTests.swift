@@ -28,7 +28,7 @@ struct EnqueueCommandTests {
             let stored = try #require(try await fixture.queue().request(id: id))
             #expect(stored.clientID == "com.example.app")
             #expect(stored.externalReference == "user-1")
-            #expect(stored.appleUserID == "000123.abc")
+            #expect(stored.userID == "000123.abc")
             #expect(stored.credentialKind == .refreshToken)
             #expect(stored.hasCredential)
 
@@ -228,7 +228,7 @@ struct EnqueueIdentityTokenTests {
             #expect(accepted.status == 0, "\(accepted.stderr)")
             expectNothingLeaked(accepted, [token, good])
             let request = try #require(try await stack.requests().first)
-            #expect(request.appleUserID == "000777.cli")
+            #expect(request.userID == "000777.cli")
             let enqueued = try await stack.audit().first { $0.event == "enqueued" }
             #expect(enqueued?.detail == "provider=apple kind=refresh_token user=verified_id_token")
         }

@@ -18,7 +18,7 @@ struct EventsCommandTests {
                     clientID: "com.example.photos",
                     type: "email-disabled",
                     typeAsSent: "email-disabled",
-                    appleUserID: "000123.cli",
+                    userID: "000123.cli",
                     eventTime: now,
                     issuedAt: now,
                     expiresAt: nil,

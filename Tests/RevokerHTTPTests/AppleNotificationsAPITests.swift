@@ -69,21 +69,21 @@ struct AppleNotificationsAPITests {
                 reference: "r-consent",
                 kind: .refreshToken,
                 subject: "user-consent",
-                appleUserID: "user-consent"
+                userID: "user-consent"
             )
             let deleted = try await api.stack.enqueue(
                 clientID: Self.notes,
                 reference: "r-delete",
                 kind: .authorizationCode,
                 subject: "user-delete",
-                appleUserID: "user-delete"
+                userID: "user-delete"
             )
             try await api.stack.enqueue(
                 clientID: Self.notes,
                 reference: "r-email",
                 kind: .refreshToken,
                 subject: "user-email",
-                appleUserID: "user-email"
+                userID: "user-email"
             )
             // Another app's user with the same id is not touched.
             try await api.stack.enqueue(
@@ -91,7 +91,7 @@ struct AppleNotificationsAPITests {
                 reference: "p-consent",
                 kind: .refreshToken,
                 subject: "user-consent",
-                appleUserID: "user-consent"
+                userID: "user-consent"
             )
 
             for (type, subject) in [
@@ -153,7 +153,7 @@ struct AppleNotificationsAPITests {
 
     @Test func notificationsThatDoNotVerifyAreRefusedAndStoreNothing() async throws {
         try await APIHarness.with { api in
-            try await api.stack.enqueue(clientID: Self.notes, reference: "r-1", kind: .refreshToken, subject: "user-1", appleUserID: "user-1")
+            try await api.stack.enqueue(clientID: Self.notes, reference: "r-1", kind: .refreshToken, subject: "user-1", userID: "user-1")
             let refusals: [(SandboxAdmin.NotificationVariant, String)] = [
                 (.forged, "invalid_signature"), (.unknownKey, "unknown_signing_key"), (.algorithmNone, "unsupported_algorithm"),
                 (.hmacWithPublicKey, "unsupported_algorithm"), (.wrongIssuer, "wrong_issuer"), (.wrongAudience, "wrong_audience"),
@@ -241,7 +241,7 @@ struct AppleNotificationsAPITests {
     @Test(arguments: [SandboxAdmin.NotificationVariant.criticalHeader, .paddedSignature, .trailingPeriod, .nonCanonicalSignature])
     func aCriticalHeaderOrBytesAroundTheSignatureAreRefused(_ variant: SandboxAdmin.NotificationVariant) async throws {
         try await APIHarness.with { api in
-            try await api.stack.enqueue(clientID: Self.notes, reference: "r-1", kind: .refreshToken, subject: "user-1", appleUserID: "user-1")
+            try await api.stack.enqueue(clientID: Self.notes, reference: "r-1", kind: .refreshToken, subject: "user-1", userID: "user-1")
             let delivery = try await Self.notify(api, "account-delete", subject: "user-1", variant: variant)
             #expect(delivery.status == 400, "\(variant): \(delivery.status) \(delivery.body)")
             #expect(delivery.body.contains("\"field\":\"payload\""), "\(delivery.body)")
@@ -347,12 +347,12 @@ struct AppleNotificationsAPITests {
             #expect(try await Self.notify(api, "consent-revoked", subject: "left").status == 200)
             // Enqueued afterwards: a grant of the deleted account, the grant the user revoked,
             // and one from signing in again after revoking.
-            let gone = try await api.stack.enqueue(clientID: Self.notes, reference: "gone", kind: .refreshToken, subject: "gone", appleUserID: "gone")
+            let gone = try await api.stack.enqueue(clientID: Self.notes, reference: "gone", kind: .refreshToken, subject: "gone", userID: "gone")
             let body: [String: Any] = [
                 "client_id": Self.notes, "external_reference": "left-before", "refresh_token": before.token, "apple_user_id": "left",
             ]
             #expect(try await api.call(.POST, "/v1/revocations", key: api.keys.writer, json: body).status == 202)
-            let back = try await api.stack.enqueue(clientID: Self.notes, reference: "back", kind: .refreshToken, subject: "left", appleUserID: "left")
+            let back = try await api.stack.enqueue(clientID: Self.notes, reference: "back", kind: .refreshToken, subject: "left", userID: "left")
             _ = try await api.stack.drain()
 
             let requests = Dictionary(uniqueKeysWithValues: try await api.stack.requests().map { ($0.externalReference, $0) })

@@ -29,7 +29,7 @@ struct GoogleSecurityEventsAPITests {
                 reference: "acct-1",
                 kind: .refreshToken,
                 subject: "u-risc",
-                appleUserID: "u-risc"
+                userID: "u-risc"
             )
             let other = try await api.stack.enqueue(
                 provider: .google,
@@ -37,7 +37,7 @@ struct GoogleSecurityEventsAPITests {
                 reference: "acct-2",
                 kind: .refreshToken,
                 subject: "u-other",
-                appleUserID: "u-other"
+                userID: "u-other"
             )
 
             let revoked = try await google.sendSecurityEvent(.init(url: url, audience: Self.web, subject: "u-risc", type: "tokens-revoked"))
@@ -111,7 +111,7 @@ struct GoogleSecurityEventsAPITests {
                 reference: "acct-1",
                 kind: .refreshToken,
                 subject: "u-risc",
-                appleUserID: "u-risc"
+                userID: "u-risc"
             )
             let sent = try await api.stack.sandbox.google.sendSecurityEvent(
                 .init(url: api.baseURL + "/v1/google/risc", audience: Self.web, subject: "u-risc", type: "account-purged", variant: variant)
@@ -163,7 +163,7 @@ struct GoogleSecurityEventsAPITests {
                         provider: "google",
                         clientID: Self.web,
                         externalReference: reference,
-                        appleUserID: subject,
+                        userID: subject,
                         credential: Credential(kind: .refreshToken, secret: minted.value)
                     ),
                     actor: "test"

@@ -106,7 +106,7 @@ struct FencedChangeTests {
                 try await queue.replaceCredential(
                     claimed.lease,
                     with: Credential(kind: .refreshToken, secret: secret),
-                    events: [AuditEvent(.tokenExchanged, appleEndpoint: "/auth/token", httpStatus: 200, latency: .milliseconds(12))]
+                    events: [AuditEvent(.tokenExchanged, providerEndpoint: "/auth/token", httpStatus: 200, latency: .milliseconds(12))]
                 )
             )
             #expect(
@@ -114,7 +114,7 @@ struct FencedChangeTests {
                     claimed.lease,
                     state: .succeeded,
                     outcome: .revoked,
-                    events: [AuditEvent(.revoked, appleEndpoint: "/auth/revoke", httpStatus: 200)]
+                    events: [AuditEvent(.revoked, providerEndpoint: "/auth/revoke", httpStatus: 200)]
                 )
             )
             let rows = try await db.client.query(

@@ -15,7 +15,7 @@ struct NewRevocationTests {
         var field: NewRevocation.Field
         var clientID = "com.example.app"
         var reference = "user-1"
-        var appleUserID: String?
+        var userID: String?
         var secret = "r.valid-token"
         var redirectURI: String?
         var maxAttempts = 8
@@ -25,7 +25,7 @@ struct NewRevocationTests {
             try NewRevocation(
                 clientID: clientID,
                 externalReference: reference,
-                appleUserID: appleUserID,
+                userID: userID,
                 credential: Credential(kind: .refreshToken, secret: secret),
                 redirectURI: redirectURI,
                 maxAttempts: maxAttempts
@@ -40,7 +40,7 @@ struct NewRevocationTests {
         Case(name: "reference with CR LF", field: .externalReference, reference: "user\r\n2"),
         Case(name: "reference with a C1 control", field: .externalReference, reference: "user\u{85}"),
         Case(name: "empty reference", field: .externalReference, reference: ""),
-        Case(name: "apple_user_id with a tab", field: .appleUserID, appleUserID: "000123\t.abc"),
+        Case(name: "apple_user_id with a tab", field: .userID, userID: "000123\t.abc"),
         Case(name: "reference of white space only", field: .externalReference, reference: "   "),
         Case(name: "reference of a lone zero-width space", field: .externalReference, reference: "\u{200B}"),
         Case(name: "reference with a right-to-left override", field: .externalReference, reference: "user\u{202E}kcatta"),
@@ -75,7 +75,7 @@ struct NewRevocationTests {
             for input in Self.cases {
                 let query: PostgresQuery = """
                     SELECT revoker.enqueue_revocation(\(input.clientID), \(input.reference), 'refresh_token', \(input.secret),
-                        apple_user_id => \(input.appleUserID), redirect_uri => \(input.redirectURI), max_attempts => \(input.maxAttempts)::int)
+                        apple_user_id => \(input.userID), redirect_uri => \(input.redirectURI), max_attempts => \(input.maxAttempts)::int)
                     """
                 let error = await #expect(throws: PSQLError.self, "\(input.name)") { _ = try await db.client.query(query, logger: logger).collect() }
                 #expect(error?.serverInfo?[.sqlState] == "22023", "\(input.name)")
@@ -91,7 +91,7 @@ struct NewRevocationTests {
         let longest = try NewRevocation(
             clientID: String(repeating: "c", count: 255),
             externalReference: String(repeating: "r", count: 255),
-            appleUserID: String(repeating: "a", count: 255),
+            userID: String(repeating: "a", count: 255),
             credential: Credential(kind: .authorizationCode, secret: String(repeating: "t", count: 8192)),
             redirectURI: "https://example.com/" + String(repeating: "p", count: 2028),
             maxAttempts: 100

@@ -50,7 +50,7 @@ enum Fixtures {
         try NewRevocation(
             clientID: client,
             externalReference: reference,
-            appleUserID: "000123.abc",
+            userID: "000123.abc",
             credential: Credential(kind: kind, secret: secret)
         )
     }

@@ -39,7 +39,7 @@ struct GooglePipelineTests {
                 reference: "g-match",
                 kind: .refreshToken,
                 subject: "1101",
-                appleUserID: "1101"
+                userID: "1101"
             )
             grants["g-match"] = matching.grantID
             let mismatch = try await harness.enqueue(
@@ -48,7 +48,7 @@ struct GooglePipelineTests {
                 reference: "g-mismatch",
                 kind: .refreshToken,
                 subject: "1102",
-                appleUserID: "1999"
+                userID: "1999"
             )
             // The user removed the app's access in their Google account: the refresh says invalid_grant,
             // the revoke of an access token invalid_token.
@@ -98,8 +98,8 @@ struct GooglePipelineTests {
             let events = { (reference: String) in audit.filter { $0.externalReference == reference }.map(\.event) }
             #expect(events("g-code").contains("exchange_started") && events("g-code").contains("token_exchanged"))
             #expect(events("g-refresh").contains("token_validated") && events("g-refresh").contains("id_token_verified"))
-            #expect(audit.contains { $0.externalReference == "g-refresh" && $0.event == "revoked" && $0.appleEndpoint == "/revoke" })
-            #expect(audit.contains { $0.externalReference == "g-gone-access" && $0.httpStatus == 400 && $0.appleError == "invalid_token" })
+            #expect(audit.contains { $0.externalReference == "g-refresh" && $0.event == "revoked" && $0.providerEndpoint == "/revoke" })
+            #expect(audit.contains { $0.externalReference == "g-gone-access" && $0.httpStatus == 400 && $0.providerError == "invalid_token" })
             try await harness.expectNoSecretsInAudit()
         }
     }

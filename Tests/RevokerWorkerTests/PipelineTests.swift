@@ -43,7 +43,7 @@ struct PipelineTests {
                 reference: "p-mismatch",
                 kind: .refreshToken,
                 subject: "000111.real",
-                appleUserID: "000222.other"
+                userID: "000222.other"
             )
             // The right Apple user named: revoked.
             let matching = try await harness.enqueue(
@@ -51,7 +51,7 @@ struct PipelineTests {
                 reference: "p-match",
                 kind: .refreshToken,
                 subject: "000333.same",
-                appleUserID: "000333.same"
+                userID: "000333.same"
             )
             grants["p-match"] = matching.grantID
 

@@ -32,7 +32,7 @@ extension ProviderFailure {
     }
 
     /// The classification of Apple's `error` code on a 4xx answer.
-    public static func classify(appleError code: String) -> Classification {
+    public static func classify(providerError code: String) -> Classification {
         switch code {
         case "invalid_grant": .credentialRejected
         case "invalid_client", "unauthorized_client", "unsupported_grant_type": .configurationFault

@@ -128,6 +128,6 @@ public struct AppleClient: Sendable {
     /// Turns a non-200 answer into a classified error. Non-JSON bodies are never echoed.
     static func failure(_ endpoint: AppleEndpoint, status: Int, headers: HTTPHeaders, body: Data, secrets: [String]) -> AppleAPIError {
         RawResponse(status: status, headers: headers, body: body)
-            .failure(endpoint: endpoint.rawValue, provider: "Apple", secrets: secrets, classify: AppleAPIError.classify(appleError:))
+            .failure(endpoint: endpoint.rawValue, provider: "Apple", secrets: secrets, classify: AppleAPIError.classify(providerError:))
     }
 }

@@ -51,7 +51,7 @@ public struct AppleIdentityClaims: JWTPayload, Equatable {
     }
 
     /// The Apple user id (`sub`).
-    public var appleUserID: String { subject.value }
+    public var userID: String { subject.value }
 
     /// Signature only; claims are checked by ``AppleIdentityTokenVerifier`` with the expected audience.
     public func verify(using _: some JWTAlgorithm) {}

@@ -22,7 +22,7 @@ public struct AppleNotification: Sendable, Equatable {
     /// The type exactly as Apple spelled it.
     public var typeAsSent: String
     /// The Apple user id (`sub`) the event is about.
-    public var appleUserID: String
+    public var userID: String
     /// When the event happened.
     public var eventTime: Date
     /// The user's (relay) email address, when Apple included one.
@@ -39,7 +39,7 @@ public struct AppleNotification: Sendable, Equatable {
         keyID: String,
         type: AppleNotificationType,
         typeAsSent: String,
-        appleUserID: String,
+        userID: String,
         eventTime: Date,
         email: String?,
         isPrivateEmail: Bool?
@@ -52,7 +52,7 @@ public struct AppleNotification: Sendable, Equatable {
         self.keyID = keyID
         self.type = type
         self.typeAsSent = typeAsSent
-        self.appleUserID = appleUserID
+        self.userID = userID
         self.eventTime = eventTime
         self.email = email
         self.isPrivateEmail = isPrivateEmail

@@ -72,11 +72,11 @@ public struct AppleNotificationVerifier: Sendable {
         }
         guard case .number(let iat) = claims["iat"] else { throw Self.malformed("has no issue time (iat)") }
         let issuedAt = Date(timeIntervalSince1970: iat)
-        let skew = Self.seconds(settings.clockSkew)
+        let skew = settings.clockSkew.timeInterval
         guard issuedAt <= now.addingTimeInterval(skew) else {
             throw AppleSignInError(.issuedInFuture, "The notification's issue time (iat) lies in the future.")
         }
-        guard issuedAt >= now.addingTimeInterval(-Self.seconds(settings.maximumAge)) else {
+        guard issuedAt >= now.addingTimeInterval(-settings.maximumAge.timeInterval) else {
             throw AppleSignInError(.expiredNotification, "The notification was issued too long ago (iat).")
         }
         var expires: Date?
@@ -105,7 +105,7 @@ public struct AppleNotificationVerifier: Sendable {
             keyID: keyID,
             type: event.type,
             typeAsSent: event.typeAsSent,
-            appleUserID: event.subject,
+            userID: event.subject,
             eventTime: event.time,
             email: event.email,
             isPrivateEmail: event.isPrivateEmail
@@ -157,10 +157,6 @@ public struct AppleNotificationVerifier: Sendable {
 
     static func isPrintable(_ text: String) -> Bool {
         text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
-    }
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        TimeInterval(duration.components.seconds) + TimeInterval(duration.components.attoseconds) / 1e18
     }
 
     static func malformed(_ what: String) -> AppleSignInError {

@@ -52,7 +52,7 @@ public struct AppleProvider: SignInProvider {
             throw IdentityTokenRejected(code: "unknown_client_id", reason: "No Apple app with this client_id is configured.")
         }
         do {
-            return try await verifier.verify(token, clientID: clientID).appleUserID
+            return try await verifier.verify(token, clientID: clientID).userID
         } catch let error as AppleSignInError {
             throw IdentityTokenRejected(code: error.code.description, reason: error.message)
         }
@@ -104,7 +104,7 @@ public struct AppleProviderApp: ProviderApp {
     func identity(_ idToken: String?) async throws -> IdentityCheck {
         guard let idToken else { return .absent }
         do {
-            return .verified(subject: try await verifier.verify(idToken, clientID: clientID).appleUserID)
+            return .verified(subject: try await verifier.verify(idToken, clientID: clientID).userID)
         } catch let failure as ProviderFailure {
             throw failure
         } catch {

@@ -158,7 +158,7 @@ extension RevokerAPI {
         var view = UISearchView(
             frame: UIFrame(visitor),
             reference: form.reference ?? "",
-            appleUserID: form.appleUserID ?? "",
+            userID: form.userID ?? "",
             clientID: form.clientID ?? "",
             from: form.fromText ?? "",
             to: form.toText ?? "",
@@ -180,7 +180,7 @@ extension RevokerAPI {
                     requestedAt: UIFormat.time(found.requestedAt),
                     reference: found.externalReference ?? "—",
                     clientID: found.clientID ?? "—",
-                    appleUserID: found.appleUserID ?? "—",
+                    userID: found.userID ?? "—",
                     outcome: found.outcome ?? "in progress",
                     outcomeClass: UIFormat.outcomeClass(found.outcome)
                 )
@@ -214,7 +214,7 @@ extension RevokerAPI {
             for found in page.requests {
                 let values = [
                     found.requestID.uuidString.lowercased(), AuditExport.timestamp(found.requestedAt), found.requestedBy,
-                    found.clientID ?? "", found.externalReference ?? "", found.appleUserID ?? "", found.outcome ?? "",
+                    found.clientID ?? "", found.externalReference ?? "", found.userID ?? "", found.outcome ?? "",
                     found.finishedAt.map(AuditExport.timestamp) ?? "",
                 ]
                 text += values.map(AuditExport.csvField).joined(separator: ",") + "\r\n"
@@ -254,7 +254,7 @@ extension RevokerAPI {
             outcomeClass: UIFormat.outcomeClass(outcome),
             clientID: records.first?.clientID ?? "—",
             reference: records.first?.externalReference ?? "—",
-            appleUserID: records.last { $0.appleUserID != nil }?.appleUserID ?? "—",
+            userID: records.last { $0.userID != nil }?.userID ?? "—",
             requestedAt: UIFormat.time(enqueued?.occurredAt),
             requestedBy: enqueued?.actor ?? "—",
             finishedAt: UIFormat.time(final?.occurredAt),
@@ -264,11 +264,11 @@ extension RevokerAPI {
                     at: UIFormat.time(record.occurredAt),
                     event: record.event,
                     actor: record.actor,
-                    apple: record.appleEndpoint.map {
+                    apple: record.providerEndpoint.map {
                         .init(
                             endpoint: $0,
                             status: record.httpStatus.map(String.init) ?? "none",
-                            error: record.appleError,
+                            error: record.providerError,
                             latency: record.latencyMilliseconds.map(String.init)
                         )
                     },

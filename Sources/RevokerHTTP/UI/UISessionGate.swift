@@ -145,7 +145,7 @@ struct UISignOutForm: Decodable {
 /// The search form, from the query string of `GET /ui/search`.
 struct UISearchForm: Sendable {
     var reference: String?
-    var appleUserID: String?
+    var userID: String?
     var clientID: String?
     var outcome: String?
     var fromText: String?
@@ -159,7 +159,7 @@ struct UISearchForm: Sendable {
 
     private struct Query: Decodable {
         var reference: String?
-        var appleUserID: String?
+        var userID: String?
         var clientID: String?
         var outcome: String?
         var from: String?
@@ -168,7 +168,7 @@ struct UISearchForm: Sendable {
 
         enum CodingKeys: String, CodingKey {
             case reference, outcome, from, to, cursor
-            case appleUserID = "apple_user_id"
+            case userID = "apple_user_id"
             case clientID = "client_id"
         }
     }
@@ -185,7 +185,7 @@ struct UISearchForm: Sendable {
             return trimmed.isEmpty ? nil : trimmed
         }
         reference = text(query.reference)
-        appleUserID = text(query.appleUserID)
+        userID = text(query.userID)
         clientID = text(query.clientID)
         outcome = text(query.outcome)
         fromText = text(query.from)
@@ -195,7 +195,7 @@ struct UISearchForm: Sendable {
 
     /// The store's search; 400 for a field it cannot take, 403 for an app the key does not reach.
     func search(for caller: APICaller, limit: Int) throws -> AuditRequestSearch {
-        for (value, name) in [(reference, "The external reference"), (appleUserID, "The Apple user id"), (clientID, "The app")] {
+        for (value, name) in [(reference, "The external reference"), (userID, "The Apple user id"), (clientID, "The app")] {
             if let value, value.count > 255 { throw APIProblem.badRequest("\(name) is longer than 255 characters.") }
         }
         if let outcome, !Self.outcomes.contains(outcome) {
@@ -207,7 +207,7 @@ struct UISearchForm: Sendable {
         if let clientID { try caller.require(clientID) }
         var search = AuditRequestSearch(
             externalReference: reference,
-            appleUserID: appleUserID,
+            userID: userID,
             clientID: clientID,
             outcome: outcome,
             from: from,
@@ -235,7 +235,7 @@ struct UISearchForm: Sendable {
     /// The search as a query string (with `?`), for links to its CSV and its next page.
     func queryString(cursor: String? = nil) -> String {
         let pairs: [(String, String?)] = [
-            ("reference", reference), ("apple_user_id", appleUserID), ("client_id", clientID), ("outcome", outcome),
+            ("reference", reference), ("apple_user_id", userID), ("client_id", clientID), ("outcome", outcome),
             ("from", fromText), ("to", toText), ("cursor", cursor),
         ]
         let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")

@@ -40,14 +40,14 @@ struct UISearchView {
         var requestedAt: String
         var reference: String
         var clientID: String
-        var appleUserID: String
+        var userID: String
         var outcome: String
         var outcomeClass: String
     }
 
     var frame: UIFrame?
     var reference: String
-    var appleUserID: String
+    var userID: String
     var clientID: String
     var from: String
     var to: String
@@ -84,7 +84,7 @@ struct UIRequestView {
     var outcomeClass: String
     var clientID: String
     var reference: String
-    var appleUserID: String
+    var userID: String
     var requestedAt: String
     var requestedBy: String
     var finishedAt: String

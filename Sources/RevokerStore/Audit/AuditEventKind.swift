@@ -45,8 +45,9 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let appPaused = Self("app_paused")
     /// `app_resumed`.
     public static let appResumed = Self("app_resumed")
-    /// An Apple error answer worth recording on its own.
-    public static let appleError = Self("apple_error")
+    /// A provider's error answer worth recording on its own (stored as `apple_error`, the
+    /// name it had before there were other providers).
+    public static let providerError = Self("apple_error")
     /// One of Apple's server-to-server notifications, accepted (about an app's user, or the
     /// request it ended).
     public static let appleNotification = Self("apple_notification")
@@ -65,7 +66,7 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let all: [AuditEventKind] = [
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
-        .requeued, .appPaused, .appResumed, .appleError, .appleNotification, .exchangeStarted, .note,
+        .requeued, .appPaused, .appResumed, .providerError, .appleNotification, .exchangeStarted, .note,
         .googleSecurityEvent, .checkpointRefused,
     ]
     public var description: String { self.rawValue }

@@ -11,8 +11,8 @@ extension AuditRecord {
     public var exportValues: [String?] {
         [
             String(self.id), AuditExport.timestamp(self.occurredAt), self.requestID?.uuidString.lowercased(), self.clientID,
-            self.externalReference, self.appleUserID, self.event, self.attempt.map(String.init), self.actor, self.appleEndpoint,
-            self.httpStatus.map(String.init), self.appleError, self.appleErrorDescription, self.latencyMilliseconds.map(String.init),
+            self.externalReference, self.userID, self.event, self.attempt.map(String.init), self.actor, self.providerEndpoint,
+            self.httpStatus.map(String.init), self.providerError, self.providerErrorDescription, self.latencyMilliseconds.map(String.init),
             self.detail,
         ]
     }
@@ -54,7 +54,7 @@ public enum AuditExport {
         let limits = [27, 20, 36, 40, 40, 7, 40, 60, 80]
         var rows: [[String]] = [headers]
         for record in records {
-            let apple = [record.appleEndpoint, record.httpStatus.map(String.init), record.appleError, record.appleErrorDescription]
+            let apple = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError, record.providerErrorDescription]
                 .compactMap { $0 }.joined(separator: " ")
             let values = [
                 timestamp(record.occurredAt), record.event, record.requestID?.uuidString.lowercased() ?? "-", record.clientID ?? "-",

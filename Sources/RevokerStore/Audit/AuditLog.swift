@@ -46,7 +46,7 @@ public struct AuditLog: Sendable {
             binds.append(value)
             sql += " AND client_id = ANY(\(next())::text[])"
         }
-        if let value = query.appleUserID {
+        if let value = query.userID {
             binds.append(value)
             sql += " AND apple_user_id = \(next())"
         }
@@ -88,14 +88,14 @@ public struct AuditLog: Sendable {
                     requestID: cells.2,
                     clientID: cells.3,
                     externalReference: cells.4,
-                    appleUserID: cells.5,
+                    userID: cells.5,
                     event: cells.6,
                     attempt: cells.7,
                     actor: cells.8,
-                    appleEndpoint: cells.9,
+                    providerEndpoint: cells.9,
                     httpStatus: cells.10,
-                    appleError: cells.11,
-                    appleErrorDescription: cells.12,
+                    providerError: cells.11,
+                    providerErrorDescription: cells.12,
                     latencyMilliseconds: cells.13,
                     detail: cells.14
                 )

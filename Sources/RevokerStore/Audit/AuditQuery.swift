@@ -12,8 +12,8 @@ public struct AuditQuery: Sendable, Hashable {
     public var clientID: String?
     /// Only events of these apps (an API key's limit), when set.
     public var clientIDs: [String]?
-    /// Only events with this Apple user id.
-    public var appleUserID: String?
+    /// Only events with this user id (the provider's `sub`).
+    public var userID: String?
     /// Inclusive lower bound of `occurred_at`.
     public var from: Date?
     /// Exclusive upper bound of `occurred_at`.
@@ -30,7 +30,7 @@ public struct AuditQuery: Sendable, Hashable {
         requestID: UUID? = nil,
         externalReference: String? = nil,
         clientID: String? = nil,
-        appleUserID: String? = nil,
+        userID: String? = nil,
         from: Date? = nil,
         to: Date? = nil,
         events: [AuditEventKind]? = nil,
@@ -40,7 +40,7 @@ public struct AuditQuery: Sendable, Hashable {
         self.requestID = requestID
         self.externalReference = externalReference
         self.clientID = clientID
-        self.appleUserID = appleUserID
+        self.userID = userID
         self.from = from
         self.to = to
         self.events = events

@@ -12,23 +12,23 @@ public struct AuditRecord: Sendable, Hashable, Identifiable {
     public var clientID: String?
     /// The enqueuer's reference.
     public var externalReference: String?
-    /// Apple's user id, when known.
-    public var appleUserID: String?
+    /// The user's id at the provider (`sub`), when known.
+    public var userID: String?
     /// Event kind (raw value of ``AuditEventKind``).
     public var event: String
     /// The request's attempt counter when written.
     public var attempt: Int?
     /// Who: a worker id, an operator, or `sql:<role>`.
     public var actor: String
-    /// Apple endpoint path, when the event is an Apple call.
-    public var appleEndpoint: String?
-    /// HTTP status of Apple's answer.
+    /// The provider's endpoint path, when the event is a provider call.
+    public var providerEndpoint: String?
+    /// HTTP status of the provider's answer.
     public var httpStatus: Int?
-    /// Apple's `error`.
-    public var appleError: String?
-    /// Apple's `error_description`.
-    public var appleErrorDescription: String?
-    /// Latency of the Apple call.
+    /// The provider's OAuth `error`.
+    public var providerError: String?
+    /// The provider's `error_description`.
+    public var providerErrorDescription: String?
+    /// Latency of the provider call.
     public var latencyMilliseconds: Int?
     /// Short detail text.
     public var detail: String?

@@ -15,8 +15,8 @@ public struct AuditRequestSummary: Sendable, Hashable {
     public var clientID: String?
     /// The app backend's reference.
     public var externalReference: String?
-    /// The Apple user id its rows name, the latest one when several do.
-    public var appleUserID: String?
+    /// The user id its rows name, the latest one when several do.
+    public var userID: String?
     /// The final outcome (`revoked`, `already_invalid`, …, `cancelled`); nil while in progress.
     public var outcome: String?
     /// When it ended; nil while in progress.
@@ -27,8 +27,8 @@ public struct AuditRequestSummary: Sendable, Hashable {
 public struct AuditRequestSearch: Sendable, Hashable {
     /// Only this external reference.
     public var externalReference: String?
-    /// Only requests whose rows name this Apple user id.
-    public var appleUserID: String?
+    /// Only requests whose rows name this user id.
+    public var userID: String?
     /// Only this app.
     public var clientID: String?
     /// Only these apps (an API key's limit), when set.
@@ -50,7 +50,7 @@ public struct AuditRequestSearch: Sendable, Hashable {
     /// Creates a search.
     public init(
         externalReference: String? = nil,
-        appleUserID: String? = nil,
+        userID: String? = nil,
         clientID: String? = nil,
         outcome: String? = nil,
         from: Date? = nil,
@@ -59,7 +59,7 @@ public struct AuditRequestSearch: Sendable, Hashable {
         limit: Int = 50
     ) {
         self.externalReference = externalReference
-        self.appleUserID = appleUserID
+        self.userID = userID
         self.clientID = clientID
         self.outcome = outcome
         self.from = from
@@ -121,8 +121,8 @@ public struct AuditRequests: Sendable {
               AND (\(search.externalReference)::text IS NULL OR e.external_reference = \(search.externalReference)::text)
               AND (\(search.clientID)::text IS NULL OR e.client_id = \(search.clientID)::text)
               AND (\(search.clientIDs)::text[] IS NULL OR e.client_id = ANY(\(search.clientIDs)::text[]))
-              AND (\(search.appleUserID)::text IS NULL OR e.request_id IN (
-                    SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(search.appleUserID)::text))
+              AND (\(search.userID)::text IS NULL OR e.request_id IN (
+                    SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(search.userID)::text))
               AND (\(search.from)::timestamptz IS NULL OR e.occurred_at >= \(search.from)::timestamptz)
               AND (\(search.to)::timestamptz IS NULL OR e.occurred_at < \(search.to)::timestamptz)
               AND (\(cursor?.0)::bigint IS NULL OR (e.occurred_at, e.id)
@@ -137,7 +137,7 @@ public struct AuditRequests: Sendable {
         }
         var found: [(summary: AuditRequestSummary, id: Int64, micros: Int64)] = []
         for row in rows {
-            let (requestID, id, micros, actor, clientID, reference, appleUserID, outcome, finished) = try row.decode(
+            let (requestID, id, micros, actor, clientID, reference, userID, outcome, finished) = try row.decode(
                 (UUID, Int64, Int64, String, String?, String?, String?, String?, Int64?).self
             )
             let summary = AuditRequestSummary(
@@ -146,7 +146,7 @@ public struct AuditRequests: Sendable {
                 requestedBy: actor,
                 clientID: clientID,
                 externalReference: reference,
-                appleUserID: appleUserID,
+                userID: userID,
                 outcome: outcome,
                 finishedAt: finished.map(Self.date)
             )

@@ -14,27 +14,27 @@ enum AuditWriter {
     struct Row: Encodable, Sendable {
         enum CodingKeys: String, CodingKey {
             case event
-            case appleEndpoint = "apple_endpoint"
+            case providerEndpoint = "apple_endpoint"
             case httpStatus = "http_status"
-            case appleError = "apple_error"
-            case appleErrorDescription = "apple_error_description"
+            case providerError = "apple_error"
+            case providerErrorDescription = "apple_error_description"
             case latencyMilliseconds = "latency_ms"
             case detail
         }
         var event: String
-        var appleEndpoint: String?
+        var providerEndpoint: String?
         var httpStatus: Int?
-        var appleError: String?
-        var appleErrorDescription: String?
+        var providerError: String?
+        var providerErrorDescription: String?
         var latencyMilliseconds: Int?
         var detail: String?
 
         init(_ event: AuditEvent) {
             self.event = event.event.rawValue
-            appleEndpoint = event.appleEndpoint
+            providerEndpoint = event.providerEndpoint
             httpStatus = event.httpStatus
-            appleError = event.appleError
-            appleErrorDescription = event.appleErrorDescription
+            providerError = event.providerError
+            providerErrorDescription = event.providerErrorDescription
             latencyMilliseconds = event.latencyMilliseconds
             detail = event.detail
         }
@@ -112,10 +112,10 @@ enum AuditWriter {
                     + "$\(first + 5)::int, $\(first + 6)::text, \(index))"
             )
             binds.append(event.event.rawValue)
-            binds.append(event.appleEndpoint)
+            binds.append(event.providerEndpoint)
             binds.append(event.httpStatus)
-            binds.append(event.appleError)
-            binds.append(event.appleErrorDescription)
+            binds.append(event.providerError)
+            binds.append(event.providerErrorDescription)
             binds.append(event.latencyMilliseconds)
             binds.append(event.detail)
         }

@@ -29,7 +29,7 @@ public struct NotificationInbox: Sendable {
             INSERT INTO revoker.apple_notifications
                 (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, expires_at, issuer, key_id,
                  had_email, is_private_email)
-            VALUES (\(n.id), \(n.clientID), \(n.type), \(n.typeAsSent), \(n.appleUserID), \(n.eventTime), \(n.issuedAt),
+            VALUES (\(n.id), \(n.clientID), \(n.type), \(n.typeAsSent), \(n.userID), \(n.eventTime), \(n.issuedAt),
                     \(n.expiresAt), \(n.issuer), \(n.keyID), \(n.hadEmail), \(n.isPrivateEmail))
             ON CONFLICT (jti) DO NOTHING
             RETURNING client_id, type, apple_user_id AS user_id

@@ -10,7 +10,7 @@ public struct ReceivedNotification: Sendable, Equatable {
     public var type: String
     /// The type as Apple spelled it.
     public var typeAsSent: String
-    public var appleUserID: String
+    public var userID: String
     public var eventTime: Date
     public var issuedAt: Date
     public var expiresAt: Date?
@@ -24,7 +24,7 @@ public struct ReceivedNotification: Sendable, Equatable {
         clientID: String,
         type: String,
         typeAsSent: String,
-        appleUserID: String,
+        userID: String,
         eventTime: Date,
         issuedAt: Date,
         expiresAt: Date?,
@@ -37,7 +37,7 @@ public struct ReceivedNotification: Sendable, Equatable {
         self.clientID = clientID
         self.type = type
         self.typeAsSent = typeAsSent
-        self.appleUserID = appleUserID
+        self.userID = userID
         self.eventTime = eventTime
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt

@@ -43,7 +43,7 @@ public struct EventFeed: Sendable {
 
     static func decode(_ row: PostgresRow) throws -> OutboxEvent {
         let (
-            transaction, position, id, type, clientID, occurredAt, requestID, reference, appleUserID, outcome, errorCode, notificationID, eventTime,
+            transaction, position, id, type, clientID, occurredAt, requestID, reference, userID, outcome, errorCode, notificationID, eventTime,
             provider, checkpoint
         ) =
             try row.decode(
@@ -58,7 +58,7 @@ public struct EventFeed: Sendable {
             cursor: EventCursor(transaction: txid, position: position),
             requestID: requestID,
             externalReference: reference,
-            appleUserID: appleUserID,
+            userID: userID,
             provider: provider,
             outcome: outcome,
             errorCode: errorCode,

@@ -16,7 +16,7 @@ public struct OutboxEvent: Sendable, Equatable {
     public var requestID: UUID?
     public var externalReference: String?
     /// The user's id at the provider; named for Apple, the first provider.
-    public var appleUserID: String?
+    public var userID: String?
     /// The sign-in provider of the request or notification (nil for events written before providers).
     public var provider: String?
     /// The request's outcome (`revocation.*`).
@@ -51,7 +51,7 @@ public struct OutboxEvent: Sendable, Equatable {
         add("request_id", requestID?.uuidString.lowercased())
         add("external_reference", externalReference)
         // Apple's events keep the field they always had; another provider's user is `user_id`.
-        add((provider ?? "apple") == "apple" ? "apple_user_id" : "user_id", appleUserID)
+        add((provider ?? "apple") == "apple" ? "apple_user_id" : "user_id", userID)
         add("outcome", outcome)
         add("error_code", errorCode)
         add("notification_id", notificationID)

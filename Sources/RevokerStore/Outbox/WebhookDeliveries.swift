@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 /// Where each webhook endpoint stands in the event feed, and who may deliver to it now.
 ///
@@ -40,7 +41,7 @@ public struct WebhookDeliveries: Sendable {
 
     /// Takes the endpoint's lease when nobody holds a current one and its next attempt is due.
     public func lease(_ endpoint: String, owner: String, duration: Duration) async throws -> DeliveryLease? {
-        let ms = Self.milliseconds(duration)
+        let ms = duration.milliseconds
         return try await StoreDatabase.run(logger) {
             let rows = try await client.query(
                 """
@@ -69,7 +70,7 @@ public struct WebhookDeliveries: Sendable {
     /// The endpoint took the event at `cursor` (2xx): the cursor moves there, failures are
     /// forgotten, and the lease runs `extend` longer. False when the lease is no longer current.
     public func delivered(_ lease: DeliveryLease, through cursor: EventCursor, status: Int, extend: Duration) async throws -> Bool {
-        let (txid, ms) = (String(cursor.transaction), Self.milliseconds(extend))
+        let (txid, ms) = (String(cursor.transaction), extend.milliseconds)
         return try await applied(
             """
             UPDATE revoker.webhook_deliveries
@@ -85,7 +86,7 @@ public struct WebhookDeliveries: Sendable {
     /// The endpoint refused or could not be reached: the next attempt waits `delay`, and the
     /// endpoint is parked once it has failed for `parkAfter`. Releases the lease.
     public func failed(_ lease: DeliveryLease, status: Int?, error: String, delay: Duration, parkAfter: Duration) async throws -> Bool {
-        let (delayMs, parkMs) = (Self.milliseconds(delay), Self.milliseconds(parkAfter))
+        let (delayMs, parkMs) = (delay.milliseconds, parkAfter.milliseconds)
         let error = String(error.prefix(300))
         return try await applied(
             """
@@ -161,7 +162,6 @@ public struct WebhookDeliveries: Sendable {
         return EventCursor(transaction: transaction, position: position)
     }
 
-    static func milliseconds(_ duration: Duration) -> Int64 { RevocationQueue.milliseconds(duration) }
 }
 
 /// The right to deliver to one endpoint for a while.

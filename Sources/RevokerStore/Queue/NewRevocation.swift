@@ -14,8 +14,8 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
     public let externalReference: String
     /// The user's id at the provider (`sub`), when known; a mismatching id_token then stops
     /// the request. Named for Apple, the first provider, and kept so for every caller.
-    public let appleUserID: String?
-    /// Whether ``appleUserID`` is the `sub` of an identity token Revoker verified at enqueue
+    public let userID: String?
+    /// Whether ``userID`` is the `sub` of an identity token Revoker verified at enqueue
     /// (the `enqueued` audit row says so).
     public let userFromIdentityToken: Bool
     /// The credential to revoke.
@@ -45,7 +45,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         provider: String = NewRevocation.defaultProvider,
         clientID: String,
         externalReference: String,
-        appleUserID: String? = nil,
+        userID: String? = nil,
         userFromIdentityToken: Bool = false,
         credential: Credential,
         redirectURI: String? = nil,
@@ -56,7 +56,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         }
         try Self.checkIdentifier(clientID, .clientID)
         try Self.checkIdentifier(externalReference, .externalReference)
-        if let appleUserID { try Self.checkIdentifier(appleUserID, .appleUserID) }
+        if let userID { try Self.checkIdentifier(userID, .userID) }
         guard Self.credentialLength.contains(credential.secret.utf8.count),
             credential.secret.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
         else {
@@ -75,8 +75,8 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
         self.provider = provider
         self.clientID = clientID
         self.externalReference = externalReference
-        self.appleUserID = appleUserID
-        self.userFromIdentityToken = userFromIdentityToken && appleUserID != nil
+        self.userID = userID
+        self.userFromIdentityToken = userFromIdentityToken && userID != nil
         self.credential = credential
         self.redirectURI = redirectURI
         self.maxAttempts = maxAttempts
@@ -146,7 +146,7 @@ extension NewRevocation {
         case provider
         case clientID = "client_id"
         case externalReference = "external_reference"
-        case appleUserID = "apple_user_id"
+        case userID = "apple_user_id"
         case credential
         case redirectURI = "redirect_uri"
         case maxAttempts = "max_attempts"

@@ -11,7 +11,7 @@ public struct RevocationFilter: Sendable, Hashable {
     /// Only this external reference.
     public var externalReference: String?
     /// Only this user id (at the request's provider).
-    public var appleUserID: String?
+    public var userID: String?
     /// Only this state.
     public var state: RevocationState?
     /// Only requests created strictly before this (for paging back in time).
@@ -23,7 +23,7 @@ public struct RevocationFilter: Sendable, Hashable {
     public init(
         clientID: String? = nil,
         externalReference: String? = nil,
-        appleUserID: String? = nil,
+        userID: String? = nil,
         state: RevocationState? = nil,
         createdBefore: Date? = nil,
         limit: Int = 100,
@@ -32,7 +32,7 @@ public struct RevocationFilter: Sendable, Hashable {
         self.provider = provider
         self.clientID = clientID
         self.externalReference = externalReference
-        self.appleUserID = appleUserID
+        self.userID = userID
         self.state = state
         self.createdBefore = createdBefore
         self.limit = limit

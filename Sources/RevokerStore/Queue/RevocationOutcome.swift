@@ -22,7 +22,7 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     /// the earlier attempt may have used the code, so what became of the grant is unknown
     /// (state `failed`).
     public static let exchangeLost = Self("exchange_lost")
-    /// The id_token's subject differs from the enqueued Apple user id (state `failed`).
+    /// The id_token's subject differs from the enqueued user id (state `failed`).
     public static let subjectMismatch = Self("subject_mismatch")
     /// Attempts ran out on transient errors (state `failed`).
     public static let exhausted = Self("exhausted")

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 extension RevocationQueue {
     /// Claims up to `batch` due requests: authorization codes first, then oldest due; apps in
@@ -16,7 +17,7 @@ extension RevocationQueue {
             throw RevokerStoreError(.invalidArgument, "batch must be between 1 and 10000")
         }
         try Self.validateActor(owner)
-        let leaseMilliseconds = Self.milliseconds(lease)
+        let leaseMilliseconds = lease.milliseconds
         guard leaseMilliseconds > 0 else {
             throw RevokerStoreError(.invalidArgument, "the lease must be positive")
         }
@@ -104,7 +105,7 @@ extension RevocationQueue {
                     } catch let error as RevokerStoreError {
                         self.logger.error(
                             "Claimed request has an unreadable credential; deferring it",
-                            metadata: ["revoker.request.id": "\(request.id)", "revoker.error.code": "\(error.code)"]
+                            metadata: ["revoker.request.id": "\(request.id)", "revoker.error": "\(error.code)"]
                         )
                         try await connection.run(
                             """

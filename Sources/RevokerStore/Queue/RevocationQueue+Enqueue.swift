@@ -10,7 +10,7 @@ extension RevocationQueue {
         try Self.validateActor(actor)
         let digest = new.credential.digest
         var logger = self.logger
-        logger[metadataKey: "apple.client_id"] = "\(new.clientID)"
+        logger[metadataKey: "revoker.client_id"] = "\(new.clientID)"
 
         for _ in 0..<10 {
             let id = UUID()
@@ -22,7 +22,7 @@ extension RevocationQueue {
                         INSERT INTO revoker.revocation_requests AS r
                             (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
                              sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts)
-                        VALUES (\(id), \(new.provider), \(new.clientID), \(new.externalReference), \(new.appleUserID),
+                        VALUES (\(id), \(new.provider), \(new.clientID), \(new.externalReference), \(new.userID),
                                 \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
                                 \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(new.redirectURI), \(new.maxAttempts))
                         ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING

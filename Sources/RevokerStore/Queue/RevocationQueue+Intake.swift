@@ -36,7 +36,7 @@ extension RevocationQueue {
                             // Left for the claim, which defers the request and says why.
                             self.logger.error(
                                 "Intake credential cannot be opened",
-                                metadata: ["revoker.request.id": "\(id)", "revoker.error.code": "\(error.code)"]
+                                metadata: ["revoker.request.id": "\(id)", "revoker.error": "\(error.code)"]
                             )
                             continue
                         }

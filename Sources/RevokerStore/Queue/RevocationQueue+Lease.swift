@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 /// What a lease holder may do with its running request; each is a fenced change
 /// (`RevocationQueue+Fenced.swift`) that does nothing, and answers false, once the lease is stale.
@@ -13,7 +14,7 @@ extension RevocationQueue {
     /// Moves the expiry of every lease that is still current to now + `duration`, in one
     /// statement (a worker extends all its in-flight leases at once); returns how many it moved.
     public func extendLeases(_ leases: [Lease], by duration: Duration) async throws -> Int {
-        let ms = Self.milliseconds(duration)
+        let ms = duration.milliseconds
         guard ms > 0 else { throw RevokerStoreError(.invalidArgument, "the lease extension must be positive") }
         return try await applyFenced(leases.map { FencedRow($0, Fenced.Extend(extendMilliseconds: ms)) }).count
     }
@@ -60,9 +61,9 @@ extension RevocationQueue {
         countsAttempt: Bool = true,
         events: [AuditEvent] = []
     ) async throws -> Bool {
-        let ms = max(0, Self.milliseconds(delay))
+        let ms = max(0, delay.milliseconds)
         let detail = "in \(ms) ms" + (countsAttempt ? "" : ", attempt not counted")
-        let scheduled = AuditEvent(.retryScheduled, appleError: error.map { String($0.code.prefix(100)) }, detail: detail)
+        let scheduled = AuditEvent(.retryScheduled, providerError: error.map { String($0.code.prefix(100)) }, detail: detail)
         let change = Fenced.Reschedule(
             delayMilliseconds: ms,
             counts: countsAttempt,
@@ -78,7 +79,7 @@ extension RevocationQueue {
     /// Gives a request back, attempt not counted, audited `released`: on shutdown pending now;
     /// when its app's rate limit has no slot for it soon, pending after `delay` (`why` says so).
     public func release(_ lease: Lease, after delay: Duration = .zero, why: String? = nil) async throws -> Bool {
-        let change = Fenced.Reschedule(delayMilliseconds: Self.milliseconds(delay), counts: false, keepError: true)
+        let change = Fenced.Reschedule(delayMilliseconds: delay.milliseconds, counts: false, keepError: true)
         let applied = try await applyFenced(FencedRow(lease, events: [AuditEvent(.released, detail: why)], change))
         logFenced(lease, applied: applied, "Released revocation request")
         return applied

@@ -87,7 +87,7 @@ extension RevocationQueue {
                 var requeued: [UUID] = []
                 for row in rows {
                     let (
-                        oldID, provider, reference, appleUserID, rawKind, rawEnqueuedKind, sealedBuffer, keyID, digestBuffer, redirectURI, maxAttempts
+                        oldID, provider, reference, userID, rawKind, rawEnqueuedKind, sealedBuffer, keyID, digestBuffer, redirectURI, maxAttempts
                     ) =
                         try row.decode((UUID, String, String, String?, String, String, ByteBuffer, String, ByteBuffer, String?, Int).self)
                     let bytes = Array(sealedBuffer.readableBytesView)
@@ -103,7 +103,7 @@ extension RevocationQueue {
                         INSERT INTO revoker.revocation_requests
                             (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind, sealed_credential,
                              credential_key_id, credential_digest, redirect_uri, max_attempts, requeued_from)
-                        VALUES (\(newID), \(provider), \(clientID), \(reference), \(appleUserID), \(rawKind), \(rawEnqueuedKind), \(ByteBuffer(bytes: sealed.bytes)),
+                        VALUES (\(newID), \(provider), \(clientID), \(reference), \(userID), \(rawKind), \(rawEnqueuedKind), \(ByteBuffer(bytes: sealed.bytes)),
                                 \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(redirectURI), \(maxAttempts), \(oldID))
                         ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
                         RETURNING id

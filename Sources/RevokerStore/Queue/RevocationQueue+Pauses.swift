@@ -1,13 +1,14 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 extension RevocationQueue {
     /// Pauses an app (its requests are not claimed) after a configuration fault; the worker
     /// probes again after `probeAfter`. Re-pausing updates the reason and probe time.
     public func pauseApp(clientID: String, reason: ErrorDetail, probeAfter: Duration, actor: String = "worker") async throws {
         try Self.validateActor(actor)
-        let ms = max(0, Self.milliseconds(probeAfter))
+        let ms = max(0, probeAfter.milliseconds)
         let logger = self.logger
         try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
@@ -23,7 +24,7 @@ extension RevocationQueue {
                     logger: logger
                 )
                 try await AuditWriter.write(
-                    [AuditEvent(.appPaused, appleError: reason.code, detail: reason.description)],
+                    [AuditEvent(.appPaused, providerError: reason.code, detail: reason.description)],
                     clientID: clientID,
                     actor: actor,
                     on: connection,
@@ -31,7 +32,7 @@ extension RevocationQueue {
                 )
             }
         }
-        logger.warning("Paused app after a configuration fault", metadata: ["apple.client_id": "\(clientID)", "revoker.reason": "\(reason.code)"])
+        logger.warning("Paused app after a configuration fault", metadata: ["revoker.client_id": "\(clientID)", "revoker.reason": "\(reason.code)"])
     }
 
     /// Resumes a paused app. Returns false if it was not paused.

@@ -111,7 +111,7 @@ extension RevocationQueue {
             binds.append(value)
             sql += " AND r.external_reference = $\(binds.count)"
         }
-        if let value = filter.appleUserID {
+        if let value = filter.userID {
             binds.append(value)
             sql += " AND r.apple_user_id = $\(binds.count)"
         }

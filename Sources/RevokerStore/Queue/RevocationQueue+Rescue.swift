@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 /// What a rescue pass did.
 public struct RescueResult: Sendable, Equatable {
@@ -25,7 +26,7 @@ extension RevocationQueue {
     public func rescue(confirmation: Duration = RevocationQueue.livenessConfirmation) async throws -> RescueResult {
         let expired = try AuditWriter.json([AuditEvent(.rescued, detail: "lease expired")])
         let gone = try AuditWriter.json([AuditEvent(.rescued, detail: "its worker is gone (liveness lock free)")])
-        let confirmationMilliseconds = Self.milliseconds(confirmation)
+        let confirmationMilliseconds = confirmation.milliseconds
         let rows = try await StoreDatabase.run(self.logger) {
             try await self.client.withTransaction(logger: self.logger) { connection in
                 // Owners whose lock nobody holds become suspects; the try-locks last until commit.

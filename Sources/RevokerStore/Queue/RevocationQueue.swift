@@ -55,7 +55,7 @@ public struct RevocationQueue: Sendable {
             provider: try cells["provider"].decode(String.self),
             clientID: try cells["client_id"].decode(String.self),
             externalReference: try cells["external_reference"].decode(String.self),
-            appleUserID: try cells["apple_user_id"].decode(String?.self),
+            userID: try cells["apple_user_id"].decode(String?.self),
             credentialKind: try kind("credential_kind"),
             enqueuedKind: try kind("enqueued_kind"),
             hasCredential: try cells["has_credential"].decode(Bool.self),
@@ -75,11 +75,6 @@ public struct RevocationQueue: Sendable {
             updatedAt: try cells["updated_at"].decode(Date.self),
             finishedAt: try cells["finished_at"].decode(Date?.self)
         )
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
     static func validateActor(_ actor: String) throws(RevokerStoreError) {

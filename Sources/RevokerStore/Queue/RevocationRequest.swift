@@ -11,7 +11,7 @@ public struct RevocationRequest: Sendable, Hashable, Identifiable {
     /// The enqueuer's reference.
     public var externalReference: String
     /// The user's id at the provider (`sub`), when given.
-    public var appleUserID: String?
+    public var userID: String?
     /// The kind of the stored credential (becomes `refresh_token` after a code exchange).
     public var credentialKind: CredentialKind
     /// The kind that was enqueued.

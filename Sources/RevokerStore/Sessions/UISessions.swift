@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 /// A signed-in session of the compliance pages (migration 0008).
 public struct UISession: Sendable, Hashable {
@@ -37,7 +38,7 @@ public struct UISessions: Sendable {
     /// Stores a new session for `lifetime`, and removes every session that has ended. The
     /// audit trail records the sign-in (`note`, actor `actor`).
     public func open(tokenHash: [UInt8], session: UISession, lifetime: Duration, actor: String) async throws {
-        let seconds = Double(lifetime.components.seconds)
+        let seconds = lifetime.timeInterval
         try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: self.logger) { connection in
                 try await connection.run("DELETE FROM revoker.ui_sessions WHERE expires_at <= now()", logger: self.logger)
@@ -57,7 +58,7 @@ public struct UISessions: Sendable {
     /// The live session with this token hash, marked as seen now; nil when there is none, it
     /// has ended, or it was idle for longer than `idle`.
     public func touch(tokenHash: [UInt8], idle: Duration) async throws -> UISession? {
-        let seconds = Double(idle.components.seconds)
+        let seconds = idle.timeInterval
         let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """

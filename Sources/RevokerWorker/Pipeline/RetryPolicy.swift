@@ -1,3 +1,5 @@
+import RevokerProvider
+
 /// When to try a transient failure again: capped exponential backoff with full jitter,
 /// never sooner than Apple's `Retry-After`.
 public struct RetryPolicy: Sendable, Equatable {
@@ -23,11 +25,5 @@ public struct RetryPolicy: Sendable, Equatable {
     public func delay(afterAttempt attempt: Int, retryAfter: Duration?) -> Duration {
         var generator = SystemRandomNumberGenerator()
         return delay(afterAttempt: attempt, retryAfter: retryAfter, using: &generator)
-    }
-}
-
-extension Duration {
-    var nanoseconds: Int64 {
-        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }

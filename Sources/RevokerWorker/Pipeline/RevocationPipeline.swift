@@ -74,7 +74,7 @@ public struct RevocationPipeline: Sendable {
         } catch {
             logger.warning(
                 "Database error while processing a request; it will be rescued when its lease expires",
-                metadata: ["error": "\(String(describing: error).prefix(300))"]
+                metadata: ["revoker.error": "\(String(describing: error).prefix(300))"]
             )
             return .interrupted
         }
@@ -138,7 +138,7 @@ public struct RevocationPipeline: Sendable {
         case .authorizationCode:
             // Recorded before the call: should this attempt die before the refresh token is
             // stored, the next one knows that a refusal of the code may be our own doing.
-            let (lease, started) = (run.lease, run.events + [AuditEvent(.exchangeStarted, appleEndpoint: app.tokenEndpoint)])
+            let (lease, started) = (run.lease, run.events + [AuditEvent(.exchangeStarted, providerEndpoint: app.tokenEndpoint)])
             guard try await store({ try await queue.record(lease, events: started) }) else { return .leaseLost }
             run.events = []
             let proof: GrantProof
@@ -152,7 +152,7 @@ public struct RevocationPipeline: Sendable {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .exchange, &run)
             case .success(let answer, let latency):
                 proof = answer
-                run.events.append(AuditEvent(.tokenExchanged, appleEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
+                run.events.append(AuditEvent(.tokenExchanged, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
             }
             if let refused = try await checkIdentity(proof.identity, &run) { return refused }
             if let refreshToken = proof.refreshToken {
@@ -189,7 +189,7 @@ public struct RevocationPipeline: Sendable {
             ) {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .validate, &run)
             case .success(let proof, let latency):
-                run.events.append(AuditEvent(.tokenValidated, appleEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
+                run.events.append(AuditEvent(.tokenValidated, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
                 if let refused = try await checkIdentity(proof.identity, &run) { return refused }
             }
         case .accessToken:
@@ -216,7 +216,7 @@ public struct RevocationPipeline: Sendable {
             run.events.append(
                 AuditEvent(
                     .revoked,
-                    appleEndpoint: app.revokeEndpoint,
+                    providerEndpoint: app.revokeEndpoint,
                     httpStatus: 200,
                     latency: latency,
                     detail: "token_type_hint=\(kind.rawValue)"
@@ -229,7 +229,7 @@ public struct RevocationPipeline: Sendable {
     /// Acts on what the identity token said: when the request names a user, a grant of anyone
     /// else is refused. Returns a disposition when the request ends here.
     private func checkIdentity(_ identity: IdentityCheck, _ run: inout Run) async throws -> Disposition? {
-        let expected = run.request.appleUserID
+        let expected = run.request.userID
         let subject: String
         switch identity {
         case .absent:
@@ -269,11 +269,11 @@ public struct RevocationPipeline: Sendable {
     private func handle(_ failure: ProviderFailure, latency: Duration?, step: Step, _ run: inout Run) async throws -> Disposition {
         run.events.append(
             AuditEvent(
-                .appleError,
-                appleEndpoint: failure.endpoint,
+                .providerError,
+                providerEndpoint: failure.endpoint,
                 httpStatus: failure.httpStatus,
-                appleError: failure.error,
-                appleErrorDescription: failure.errorDescription,
+                providerError: failure.error,
+                providerErrorDescription: failure.errorDescription,
                 latency: latency,
                 detail: failure.detail
             )

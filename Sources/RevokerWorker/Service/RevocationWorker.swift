@@ -127,7 +127,7 @@ public struct RevocationWorker: Service {
                 } catch {
                     failures += 1
                     if failures == 1 {
-                        logger.warning("Cannot claim requests; retrying", metadata: ["error": "\(String(describing: error).prefix(300))"])
+                        logger.warning("Cannot claim requests; retrying", metadata: ["revoker.error": "\(String(describing: error).prefix(300))"])
                     }
                     try? await Task.sleep(for: min(.milliseconds(200 * (1 << min(failures, 5))), .seconds(5)))
                     continue
@@ -169,7 +169,7 @@ public struct RevocationWorker: Service {
             let remainder = try await withDeadline(settings.databaseTimeout) { try await queue.remainder() }
             state.ended(leaving: remainder)
         } catch {
-            logger.warning("Cannot count the requests left waiting", metadata: ["error": "\(String(describing: error).prefix(200))"])
+            logger.warning("Cannot count the requests left waiting", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
         }
     }
 
@@ -220,7 +220,7 @@ public struct RevocationWorker: Service {
                 state.setLiveness(.unavailable)
                 logger.warning(
                     "The database refuses the worker's liveness lock; should this worker die, its requests wait for their leases (grant migration 0011's table to the worker's role: deploy/postgres/roles.sql)",
-                    metadata: ["error": "\(String(reflecting: error).prefix(300))"]
+                    metadata: ["revoker.error": "\(String(reflecting: error).prefix(300))"]
                 )
                 continue
             } catch {
@@ -228,7 +228,7 @@ public struct RevocationWorker: Service {
                 if !refused, state.setLiveness(.lost) == .held {
                     logger.warning(
                         "The worker's own database connection dropped; handing back in-flight requests until it is back",
-                        metadata: ["error": "\(String(describing: error).prefix(200))"]
+                        metadata: ["revoker.error": "\(String(describing: error).prefix(200))"]
                     )
                 }
             }
@@ -245,7 +245,7 @@ public struct RevocationWorker: Service {
             let live = try await withDeadline(settings.databaseTimeout) { try await queue.reportCallRates(owner: owner, rates: observed) }
             rateLimits.share(among: live)
         } catch {
-            logger.debug("Cannot publish call rates", metadata: ["error": "\(String(describing: error).prefix(200))"])
+            logger.debug("Cannot publish call rates", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
         }
     }
 
@@ -263,7 +263,7 @@ public struct RevocationWorker: Service {
             let queue = queue
             return try await withDeadline(settings.databaseTimeout) { try await queue.rescue() }
         } catch {
-            logger.debug("Rescue pass failed", metadata: ["error": "\(String(describing: error).prefix(200))"])
+            logger.debug("Rescue pass failed", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
             return RescueResult(rescued: 0, awaitingConfirmation: 0)
         }
     }

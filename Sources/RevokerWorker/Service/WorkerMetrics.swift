@@ -39,7 +39,7 @@ public struct WorkerMetrics: Sendable {
             dimensions: [("endpoint", endpoint), ("status_class", Self.statusClass(status))],
             preferredDisplayUnit: .seconds,
             factory: factory
-        ).recordNanoseconds(Self.nanoseconds(duration))
+        ).recordNanoseconds(duration.nanoseconds)
     }
 
     /// Requests being processed by this process right now.
@@ -65,10 +65,5 @@ public struct WorkerMetrics: Sendable {
     static func statusClass(_ status: Int?) -> String {
         guard let status, (100..<600).contains(status) else { return "none" }
         return "\(status / 100)xx"
-    }
-
-    static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -59,7 +59,7 @@ struct AuditEventsCommand: AsyncParsableCommand {
     var clientID: String?
 
     @Option(name: .customLong("apple-user-id"), help: ArgumentHelp("Only events with this Apple user id (sub).", valueName: "sub"))
-    var appleUserID: String?
+    var userID: String?
 
     @Option(
         name: .customLong("since"),
@@ -110,7 +110,7 @@ struct AuditEventsCommand: AsyncParsableCommand {
             requestID: requestID.flatMap(UUID.init(uuidString:)),
             externalReference: reference,
             clientID: clientID,
-            appleUserID: appleUserID,
+            userID: userID,
             from: since.flatMap(Self.parseTime),
             to: until.flatMap(Self.parseTime),
             events: events.isEmpty ? nil : events.compactMap(AuditEventKind.init(rawValue:)),

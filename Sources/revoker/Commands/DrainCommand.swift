@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RevokerConfiguration
+import RevokerProvider
 import RevokerStore
 import RevokerWorker
 
@@ -64,7 +65,7 @@ struct DrainCommand: AsyncParsableCommand {
     static func text(_ report: WorkerReport, elapsed: Duration) -> String {
         let left = leftWaiting(report)
         var lines = [
-            "Drained in \(String(format: "%.1f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)) s: "
+            "Drained in \(String(format: "%.1f", elapsed.timeInterval)) s: "
                 + "\(report.succeeded + report.failed) finished (\(report.succeeded) succeeded, \(report.failed) failed), "
                 + "\(report.retriesScheduled) retries, \(left.waiting) left waiting (\(left.paused) for a paused app)"
                 + (left.pausedApps.map { ", \($0) app\($0 == 1 ? "" : "s") paused" } ?? ", the queue could not be counted")
@@ -82,7 +83,7 @@ struct DrainCommand: AsyncParsableCommand {
             "succeeded": report.succeeded, "failed": report.failed, "retries_scheduled": report.retriesScheduled,
             "paused": left.paused, "paused_apps": left.pausedApps ?? NSNull(), "handed_back": report.released,
             "unfinished": left.waiting, "interrupted": report.interrupted, "timed_out": report.timedOut,
-            "elapsed_ms": elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000,
+            "elapsed_ms": elapsed.milliseconds,
             "by_outcome": Dictionary(uniqueKeysWithValues: report.finished.map { ($0.key.rawValue, $0.value) }),
         ]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()

@@ -66,7 +66,7 @@ struct EnqueueCommand: AsyncParsableCommand {
             valueName: "sub"
         )
     )
-    var appleUserID: String?
+    var givenUserID: String?
 
     @Option(
         name: .customLong("id-token-file"),
@@ -136,7 +136,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         if let maxAttempts, Int(maxAttempts) == nil {
             throw fail("--max-attempts must be a whole number. Nothing was stored.")
         }
-        if idTokenFile != nil, appleUserID != nil {
+        if idTokenFile != nil, givenUserID != nil {
             throw fail("Name the user once: --user-id or --id-token-file. Nothing was stored.")
         }
         guard (credentialFile != nil) != credentialStdin else {
@@ -157,7 +157,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         guard let kind = Self.kinds[kind] else { throw Exit.couldNotRun }
         let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
         let logger = CommandLogging.logger(label: "revoker.enqueue", level: options.logLevel)
-        var userID = appleUserID
+        var userID = givenUserID
         if let idTokenFile {
             userID = try await Self.verifiedSubject(idTokenFile, provider: provider, clientID: clientID, configuration, logger: logger)
         }
@@ -167,7 +167,7 @@ struct EnqueueCommand: AsyncParsableCommand {
                 provider: provider,
                 clientID: clientID,
                 externalReference: reference,
-                appleUserID: userID,
+                userID: userID,
                 userFromIdentityToken: idTokenFile != nil,
                 credential: Credential(kind: kind, secret: secret),
                 redirectURI: redirectURI,
@@ -308,7 +308,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         case .provider: "--provider"
         case .clientID: "--client-id"
         case .externalReference: "--reference"
-        case .appleUserID: "--user-id"
+        case .userID: "--user-id"
         case .credential: "The credential"
         case .redirectURI: "--redirect-uri"
         case .maxAttempts: "--max-attempts"

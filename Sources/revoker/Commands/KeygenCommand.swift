@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import RevokerEvents
 import RevokerEvidence
 import RevokerStore
+import RevokerWebhooks
 
 struct KeygenCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

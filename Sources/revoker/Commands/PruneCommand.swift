@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import RevokerConfiguration
-import RevokerEvents
 import RevokerStore
+import RevokerWebhooks
 
 struct PruneCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RevokerConfiguration
 import RevokerEvidence
+import RevokerProvider
 import RevokerStore
 import RevokerWorker
 
@@ -123,11 +124,6 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000
-    }
-
     static func json(
         _ statistics: QueueStatistics,
         paused: [AppPause],
@@ -150,7 +146,7 @@ struct StatusCommand: AsyncParsableCommand {
             {
               "by_state": {\(byState.joined(separator: ", "))},
               "by_outcome": {\(byOutcome.joined(separator: ", "))},
-              "oldest_due_age_seconds": \(String(format: "%.3f", seconds(statistics.oldestDueAge))),
+              "oldest_due_age_seconds": \(String(format: "%.3f", statistics.oldestDueAge.timeInterval)),
               "paused_apps": [\(pauses.map { "{\($0)}" }.joined(separator: ", "))],
               "unsealed_intake": \(statistics.unsealedIntake),
               "webhooks": [\(webhooks.map(\.json).joined(separator: ", "))],
@@ -176,7 +172,7 @@ struct StatusCommand: AsyncParsableCommand {
         for (outcome, count) in outcomeCounts(statistics) {
             text += "  " + outcome.rawValue.padding(toLength: 22, withPad: " ", startingAt: 0) + String(count) + "\n"
         }
-        let age = seconds(statistics.oldestDueAge)
+        let age = statistics.oldestDueAge.timeInterval
         text += "Oldest due request: " + (age > 0 ? "waiting \(describe(age))" : "none waiting") + "\n"
         text += "Unsealed SQL intake: \(statistics.unsealedIntake)\n"
         if paused.isEmpty {

@@ -1,4 +1,3 @@
-import AppleSignIn
 import AsyncHTTPClient
 import CoreMetrics
 import Foundation
@@ -6,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import PostgresNIO
+import RevokerProvider
 import RevokerStore
 import ServiceLifecycle
 import Synchronization
@@ -124,7 +124,7 @@ public struct WebhookDeliverer: Service {
                 } catch {
                     logger.warning(
                         "Could not register the webhook endpoint; retrying",
-                        metadata: ["revoker.webhook": "\(endpoint.name)", "error": "\(String(describing: error).prefix(200))"]
+                        metadata: ["revoker.webhook": "\(endpoint.name)", "revoker.error": "\(String(describing: error).prefix(200))"]
                     )
                     if let deadline = drainDeadline.value, ContinuousClock.now >= deadline { break }
                     continue
@@ -237,8 +237,8 @@ public struct WebhookDeliverer: Service {
                             level: level,
                             "Webhook delivery failed; retrying later",
                             metadata: [
-                                "http.status": "\(status.map(String.init) ?? "-")", "error": "\(reason)",
-                                "revoker.retry_in_ms": "\(delay / .milliseconds(1))",
+                                "http.status": "\(status.map(String.init) ?? "-")", "revoker.error": "\(reason)",
+                                "revoker.retry_in_ms": "\(delay.milliseconds)",
                             ]
                         )
                         return .failed
@@ -248,7 +248,7 @@ public struct WebhookDeliverer: Service {
         } catch {
             logger.warning(
                 "Database error while delivering webhooks; the lease will expire",
-                metadata: ["error": "\(String(describing: error).prefix(200))"]
+                metadata: ["revoker.error": "\(String(describing: error).prefix(200))"]
             )
             return .interrupted
         }
@@ -283,7 +283,7 @@ public struct WebhookDeliverer: Service {
             // The whole exchange, head and body, within the timeout: an endpoint trickling its
             // answer must not hold the endpoint's lease, nor the drain, past it.
             let (status, retryAfter) = try await withDeadline(timeout) { [request] in
-                let response = try await httpClient.execute(request, timeout: TimeAmount.nanoseconds(Int64(timeout / .nanoseconds(1))))
+                let response = try await httpClient.execute(request, timeout: TimeAmount(timeout))
                 // The answer's body is not needed; read a little so the connection can be reused.
                 _ = try? await response.body.collect(upTo: 64 * 1024)
                 try Task.checkCancellation()
