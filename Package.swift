@@ -192,8 +192,6 @@ let package = Package(
         .target(
             name: "RevokerHTTP",
             dependencies: [
-                "AppleSignIn",
-                "GoogleSignIn",
                 "RevokerProvider",
                 "RevokerEvidence",
                 "RevokerStore",

@@ -130,16 +130,15 @@ public struct RevokerApp: Sendable {
         }
         // One pool to the providers and one cache of each provider's keys for the worker's
         // identity tokens, the API's notifications and the identity tokens requests carry.
-        var appleKeys: AppleKeySet?
-        var riscKeys: GoogleKeySet?
         var providers = SignInProviders([])
+        var inboxes = ProviderPlugin.registered.flatMap(\.closedInboxes)
         // An API without apps or notifications has nothing to ask a provider.
         let hasApps = !configuration.apps.isEmpty || !configuration.googleApps.isEmpty
         if parts.contains(.worker) || (parts.contains(.api) && (configuration.appleNotifications != nil || hasApps)) {
             let clients = configuration.makeProviderHTTPClients()
             services.append(.init(service: HTTPClientService(clients: clients.all), serviceName: "provider-http-clients"))
             do {
-                (providers, appleKeys, riscKeys) = try await Self.makeProviders(configuration, clients: clients, logger: logger)
+                (providers, inboxes) = try await Self.makeProviders(configuration, clients: clients, logger: logger)
             } catch {
                 try? await clients.shutdown()
                 throw error
@@ -200,11 +199,6 @@ public struct RevokerApp: Sendable {
             self.worker = nil
         }
         if parts.contains(.api) {
-            var notifications: AppleNotificationVerifier?
-            if var settings = configuration.appleNotifications, let appleKeys {
-                settings.clientIDs = Set(configuration.apps.keys)
-                notifications = AppleNotificationVerifier(keys: appleKeys, settings: settings)
-            }
             let api = RevokerAPI(
                 database: database,
                 queue: queue,
@@ -213,9 +207,7 @@ public struct RevokerApp: Sendable {
                 providers: providers,
                 defaultMaxAttempts: configuration.worker.maxAttempts,
                 registry: metrics,
-                appleNotifications: notifications,
-                googleSecurityEvents: configuration.googleApps.isEmpty
-                    ? nil : riscKeys.map { GoogleSecurityEventVerifier(keys: $0, apps: configuration.googleApps.values) },
+                inboxes: inboxes,
                 webhookApps: Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) }),
                 auditKeys: configuration.audit.verificationKeys,
                 auditSigner: signer,
@@ -373,36 +365,21 @@ public struct RevokerApp: Sendable {
         }
     }
 
-    /// Every provider with its configured apps over the same connection pools; Apple's key cache
-    /// is returned too, as Apple's notifications share it.
+    /// Every registered provider with its configured apps over the same connection pools, and
+    /// their inboxes.
     static func makeProviders(
         _ configuration: RevokerConfiguration,
         clients: ProviderHTTPClients,
         logger: Logger
-    ) async throws -> (providers: SignInProviders, appleKeys: AppleKeySet, riscKeys: GoogleKeySet) {
+    ) async throws -> (providers: SignInProviders, inboxes: [any ProviderInbox]) {
         if let file = configuration.extraTrustRootsFile {
             logger.notice("Calls to providers also trust the authorities in \(file) (extra_trust_roots_file, a test setting)")
         }
-        let appleClient = AppleClient(
-            clients: clients,
-            configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
-            logger: logger
-        )
-        let appleKeys = AppleKeySet(client: appleClient)
-        let apple: AppleProvider
-        do {
-            apple = try await AppleProvider(
-                apps: configuration.apps.values,
-                clientSecretLifetime: configuration.worker.clientSecretLifetime,
-                client: appleClient,
-                keys: appleKeys
-            )
-        } catch let error as AppleSignInError {
-            throw RevokerAppError(.configuration, error.message)
+        var made: [ProviderPlugin.Parts] = []
+        for plugin in ProviderPlugin.registered {
+            made.append(try await plugin.make(configuration, clients, logger))
         }
-        let googleClient = GoogleClient(clients: clients, configuration: configuration.google, logger: logger)
-        let google = GoogleProvider(apps: configuration.googleApps.values, client: googleClient)
-        return (SignInProviders([apple, google]), appleKeys, GoogleKeySet.risc(client: googleClient))
+        return (SignInProviders(made.map(\.provider)), made.flatMap(\.inboxes))
     }
 
     static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {

@@ -17,15 +17,11 @@ public struct APIMetrics: Sendable {
         Counter(label: "revoker_requests_enqueued_total", dimensions: [("source", "http")], factory: factory).increment()
     }
 
-    /// A notification from Apple was handled: `result` is `accepted`, `duplicate`, or why it was
-    /// refused (a verification error code, `malformed_body`, `unavailable`, …).
-    /// A security event from Google was handled: `result` as for Apple's notifications.
-    func securityEvent(_ result: String) {
-        Counter(label: "revoker_google_security_events_total", dimensions: [("result", result)], factory: factory).increment()
-    }
-
-    func notification(_ result: String) {
-        Counter(label: "revoker_apple_notifications_total", dimensions: [("result", result)], factory: factory).increment()
+    /// A message a provider pushed was handled: `result` is `accepted`, `duplicate`, or why it
+    /// was refused (a verification error code, `malformed_body`, `unavailable`, …). `label` is the
+    /// inbox's own counter (`revoker_apple_notifications_total`).
+    func inboxMessage(_ label: String, result: String) {
+        Counter(label: label, dimensions: [("result", result)], factory: factory).increment()
     }
 
     /// The queue as `revoker status` sees it; recorded when metrics are scraped.

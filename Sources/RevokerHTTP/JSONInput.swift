@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import RevokerProvider
 import RevokerStore
 
 /// Strict reading of request input: JSON bodies and query parameters. Every refusal names the
@@ -37,19 +38,11 @@ enum JSONInput {
 
     /// `bytes` as a JSON object, read by ``StrictJSON``; 400 naming what is wrong otherwise.
     static func parseObject(_ bytes: [UInt8]) throws -> [String: JSONValue] {
-        guard String(validating: bytes, as: UTF8.self) != nil else {
-            throw APIProblem.badRequest("The body is not valid UTF-8.")
-        }
-        let parsed: JSONValue
         do {
-            parsed = try StrictJSON.parse(bytes)
+            return try StrictJSON.object(bytes)
         } catch {
-            throw APIProblem.badRequest("The body is not well-formed JSON: \(error.reason).")
+            throw APIProblem.badRequest(error.reason)
         }
-        guard case .object(let object) = parsed else {
-            throw APIProblem.badRequest("The body must be a JSON object.")
-        }
-        return object
     }
 
     static func isJSON(_ contentType: String) -> Bool {

@@ -1,6 +1,4 @@
-import AppleSignIn
 import Foundation
-import GoogleSignIn
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -21,12 +19,9 @@ public struct RevokerAPI: Sendable {
     let auditKeys: [AuditPublicKey]
     let auditSigner: AuditSigner?
     let auditVerifications = AuditVerificationGate()
-    let inbox: NotificationInbox
+    let inboxes: [any ProviderInbox]
     let feed: EventFeed
     let deliveries: WebhookDeliveries
-    let appleNotifications: AppleNotificationVerifier?
-    let googleSecurityEvents: GoogleSecurityEventVerifier?
-    let securityEvents: SecurityEventInbox
     let webhookApps: [String: Set<String>]
     let database: PostgresClient
     let clientIDs: [String: Set<String>]
@@ -44,9 +39,8 @@ public struct RevokerAPI: Sendable {
     ///   - providers: verify the identity tokens a request may carry instead of a user id.
     ///   - defaultMaxAttempts: for a request that names none.
     ///   - registry: what `/metrics` exports; the API's own metrics are recorded into it.
-    ///   - appleNotifications: verifies Apple's notifications; without it they are not received.
-    ///   - googleSecurityEvents: verifies Google's security event tokens (Cross-Account
-    ///     Protection); without it they are not received.
+    ///   - inboxes: where providers push signed messages (Apple's notifications, Google's
+    ///     security events), each on its own routes.
     ///   - webhookApps: each webhook endpoint's apps, by endpoint name.
     ///   - auditKeys: the public keys that verify the audit trail's checkpoints.
     ///   - auditSigner: signs receipts (and the checkpoints they need); without it there are none.
@@ -58,8 +52,7 @@ public struct RevokerAPI: Sendable {
         providers: SignInProviders = SignInProviders([]),
         defaultMaxAttempts: Int,
         registry: PrometheusCollectorRegistry,
-        appleNotifications: AppleNotificationVerifier? = nil,
-        googleSecurityEvents: GoogleSecurityEventVerifier? = nil,
+        inboxes: [any ProviderInbox] = [],
         webhookApps: [String: Set<String>] = [:],
         auditKeys: [AuditPublicKey] = [],
         auditSigner: AuditSigner? = nil,
@@ -71,12 +64,9 @@ public struct RevokerAPI: Sendable {
         self.database = database
         self.queue = queue
         self.audit = AuditLog(client: database, logger: logger)
-        self.inbox = NotificationInbox(client: database, logger: logger)
+        self.inboxes = inboxes
         self.feed = EventFeed(client: database, logger: logger)
         self.deliveries = WebhookDeliveries(client: database, logger: logger)
-        self.appleNotifications = appleNotifications
-        self.googleSecurityEvents = googleSecurityEvents
-        self.securityEvents = SecurityEventInbox(client: database, logger: logger)
         self.clientIDs = clientIDs
         self.providers = providers
         self.settings = settings
@@ -133,12 +123,12 @@ public struct RevokerAPI: Sendable {
         v1.get("audit/verify") { request, _ in try await self.verifyAudit(request) }
         v1.get("events") { request, _ in try await self.eventFeed(request) }
         v1.get("events/deliveries") { request, _ in try await self.webhookDeliveries(request) }
-        // No API key: Apple cannot send one; the notification's signature is its authentication.
-        v1.post("apple/notifications") { request, context in try await self.receiveAppleNotification(request, context: context, clientID: nil) }
-        v1.post("google/risc") { request, context in try await self.receiveGoogleSecurityEvent(request, context: context) }
-        v1.post("apple/notifications/{client_id}") { request, context in
-            try await self.receiveAppleNotification(request, context: context, clientID: context.parameters.get("client_id"))
-        }
+        InboxController(
+            inboxes: inboxes,
+            messages: ProviderMessages(client: database, logger: logger),
+            metrics: metrics,
+            databaseTimeout: settings.databaseTimeout
+        ).addRoutes(to: v1)
         // Added last, so it wraps only the not-found answer.
         if let ui = settings.ui { addCompliancePages(to: router, settings: ui) }
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))

@@ -1,5 +1,7 @@
+import AppleSignIn
 import Foundation
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing
@@ -10,23 +12,24 @@ struct EventsCommandTests {
         try await RevokerTestStack.with { stack in
             let enqueued = try await stack.enqueue(clientID: "com.example.notes", reference: "to-cancel", kind: .refreshToken)
             _ = try await stack.queue.cancel(id: enqueued.request.id, actor: "test")
-            let inbox = NotificationInbox(client: stack.database.client, logger: stack.logger)
+            let inbox = ProviderMessages(client: stack.database.client, logger: stack.logger)
             let now = Date()
             let receipt = try await inbox.receive(
-                ReceivedNotification(
+                ProviderMessage(
                     id: "jti-cli-1",
                     clientID: "com.example.photos",
                     type: "email-disabled",
-                    typeAsSent: "email-disabled",
                     userID: "000123.cli",
-                    eventTime: now,
+                    endsGrants: false,
                     issuedAt: now,
-                    expiresAt: nil,
                     issuer: "https://appleid.apple.com",
                     keyID: "test",
-                    hadEmail: false,
-                    isPrivateEmail: nil
-                )
+                    columns: [
+                        .init("type_as_sent", .text("email-disabled")), .init("event_time", .time(now)), .init("expires_at", .time(nil)),
+                        .init("had_email", .flag(false)), .init("is_private_email", .flag(nil)),
+                    ]
+                ),
+                into: AppleNotificationInbox.table
             )
             #expect(receipt == .accepted(endedRequests: 0))
 

@@ -1,3 +1,4 @@
+import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import NIOHTTP1
@@ -37,7 +38,7 @@ struct AppleNotificationsAPITests {
     }
 
     static func storedNotifications(_ api: APIHarness) async throws -> Int {
-        try await NotificationInbox(client: api.stack.database.client, logger: api.stack.logger).count()
+        try await ProviderMessages(client: api.stack.database.client, logger: api.stack.logger).count(in: AppleNotificationInbox.table)
     }
 
     /// The whole event feed as the backend reads it, once it holds `count` events: an event shows

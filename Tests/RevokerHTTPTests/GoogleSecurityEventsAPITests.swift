@@ -1,5 +1,6 @@
 import AppleSignIn
 import Foundation
+import GoogleSignIn
 import GoogleSignInSandbox
 import NIOHTTP1
 import PostgresNIO
@@ -16,7 +17,7 @@ struct GoogleSecurityEventsAPITests {
     static let web = "1000-notes.apps.googleusercontent.com"
 
     static func storedEvents(_ api: APIHarness) async throws -> Int {
-        try await SecurityEventInbox(client: api.stack.database.client, logger: api.stack.logger).count()
+        try await ProviderMessages(client: api.stack.database.client, logger: api.stack.logger).count(in: GoogleSecurityEventInbox.table)
     }
 
     @Test func tokensRevokedEndsTheUsersLiveGoogleRequestsOnceAndEveryEventReachesTheFeed() async throws {

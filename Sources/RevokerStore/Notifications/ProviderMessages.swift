@@ -1,28 +1,104 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
-/// What both inboxes do with a provider's message about a user, in one statement: store it
-/// (append-only, unique by `jti`), audit it, and when its type ends the user's grants, end the
-/// user's live requests of that provider for the app (`succeeded`/`revoked_by_user`, credential
-/// erased, any lease holder fenced out). Outbox events come from the tables' triggers.
-enum ProviderMessages {
+/// Every provider's messages in PostgreSQL, in one statement each: stored (append-only, unique by
+/// `jti`) in the provider's own table, audited, and, when the message ends the user's grants,
+/// the user's live requests of that provider for the app ended (`succeeded`/`revoked_by_user`,
+/// credential erased, any lease holder fenced out) without a call to the provider. Outbox events
+/// come from the tables' triggers.
+public struct ProviderMessages: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Stores `message` in `table` unless its `jti` is there already.
+    ///
+    /// Returns once committed: only then may the sender be told that it was received.
+    public func receive(_ message: ProviderMessage, into table: ProviderMessageTable) async throws -> MessageReceipt {
+        guard let kind = AuditEventKind(rawValue: table.auditEvent) else {
+            throw RevokerStoreError(.invalidArgument, "'\(table.auditEvent)' is not an audit event the trail knows")
+        }
+        let identifiers = [table.name, table.userColumn] + message.columns.map(\.name)
+        guard identifiers.allSatisfy(Self.isIdentifier) else {
+            throw RevokerStoreError(.invalidArgument, "a provider's message table or column is not a plain SQL name")
+        }
+        var binds = PostgresBindings()
+        try binds.append(message.id)
+        try binds.append(message.clientID)
+        try binds.append(message.type)
+        try binds.append(message.userID)
+        try binds.append(message.issuedAt)
+        try binds.append(message.issuer)
+        try binds.append(message.keyID)
+        for column in message.columns {
+            switch column.value {
+            case .text(let text): try binds.append(text)
+            case .time(let time): try binds.append(time)
+            case .flag(let flag): try binds.append(flag)
+            }
+        }
+        let columns = ["jti", "client_id", "type", table.userColumn, "issued_at", "issuer", "key_id"] + message.columns.map(\.name)
+        let insert = PostgresQuery(
+            unsafeSQL: """
+                INSERT INTO revoker.\(table.name) (\(columns.joined(separator: ", ")))
+                VALUES (\((1...columns.count).map { "$\($0)" }.joined(separator: ", ")))
+                ON CONFLICT (jti) DO NOTHING
+                RETURNING client_id, type, \(table.userColumn) AS user_id
+                """,
+            binds: binds
+        )
+        return try await receive(
+            insert,
+            provider: table.provider.rawValue,
+            endsGrants: message.endsGrants,
+            kind: kind,
+            note: "\(message.type) from \(table.sender) (jti \(message.id.prefix(200)))",
+            actor: table.actor
+        )
+    }
+
+    /// How many messages `table` holds (for status and tests).
+    public func count(in table: ProviderMessageTable) async throws -> Int {
+        guard Self.isIdentifier(table.name) else {
+            throw RevokerStoreError(.invalidArgument, "a provider's message table is not a plain SQL name")
+        }
+        return try await StoreDatabase.run(logger) {
+            let rows = try await client.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM revoker.\(table.name)"), logger: logger).collect()
+            return try rows.first?.decode(Int.self) ?? 0
+        }
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) || first == UInt8(ascii: "_") else {
+            return false
+        }
+        return name.utf8.count <= 63
+            && name.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || $0 == UInt8(ascii: "_")
+            }
+    }
+
     /// - Parameters:
     ///   - insert: `INSERT … ON CONFLICT (jti) DO NOTHING RETURNING client_id, type, <the user's id> AS user_id`.
     ///   - provider: whose requests the message can end.
-    ///   - endingTypes: the types that end the user's grants.
+    ///   - endsGrants: whether the message ends the user's grants.
     ///   - kind: the audit event that records the message.
     ///   - note: what the audit rows say of it (never a token).
-    static func receive(
+    func receive(
         _ insert: PostgresQuery,
         provider: String,
-        endingTypes: [String],
+        endsGrants: Bool,
         kind: AuditEventKind,
         note: String,
-        actor: String,
-        client: PostgresClient,
-        logger: Logger
-    ) async throws -> NotificationReceipt {
+        actor: String
+    ) async throws -> MessageReceipt {
         let noticeEvents = try AuditWriter.json([AuditEvent(kind, detail: note)])
         let endedEvents = try AuditWriter.json([
             AuditEvent(kind, detail: note + ": the user's grant is gone"),
@@ -32,18 +108,18 @@ enum ProviderMessages {
         var binds = insert.binds
         let first = binds.count + 1
         try binds.append(provider)
-        try binds.append(endingTypes)
+        try binds.append(endsGrants)
         try binds.append(actor)
         try binds.append(endedEvents)
         try binds.append(noticeEvents)
-        let (providerBind, typesBind, actorBind, endedBind, noticeBind) = (first, first + 1, first + 2, first + 3, first + 4)
+        let (providerBind, endsBind, actorBind, endedBind, noticeBind) = (first, first + 1, first + 2, first + 3, first + 4)
         let sql = """
             WITH inserted AS (
                 \(insert.sql)
             ), targets AS (
                 SELECT r.id FROM revoker.revocation_requests r JOIN inserted i
                   ON r.provider = $\(providerBind) AND r.client_id = i.client_id AND r.apple_user_id = i.user_id
-                WHERE i.type = ANY($\(typesBind)::text[]) AND r.state IN ('pending', 'running')
+                WHERE $\(endsBind)::boolean AND r.state IN ('pending', 'running')
                 ORDER BY r.id FOR UPDATE OF r
             ), ended AS (
                 UPDATE revoker.revocation_requests r

@@ -1,5 +1,5 @@
 /// A JSON value read by ``StrictJSON``.
-enum JSONValue: Equatable {
+public enum JSONValue: Equatable, Sendable {
     case object([String: JSONValue])
     case array([JSONValue])
     case string(String)
@@ -12,21 +12,37 @@ enum JSONValue: Equatable {
 /// RFC 8259 JSON and nothing more: no trailing commas, comments or single quotes, no
 /// duplicate keys (two values for one field would let two readers disagree), no unpaired
 /// surrogates, no content after the value, at most 32 levels deep.
-struct StrictJSON {
-    struct Invalid: Error {
+public struct StrictJSON {
+    /// Why the input is not strict JSON.
+    public struct Invalid: Error, Sendable {
         /// What is wrong, without the input.
-        let reason: String
+        public let reason: String
     }
 
     private let bytes: [UInt8]
     private var index = 0
 
-    static func parse(_ bytes: [UInt8]) throws(Invalid) -> JSONValue {
+    /// The one JSON value `bytes` hold.
+    public static func parse(_ bytes: [UInt8]) throws(Invalid) -> JSONValue {
         var parser = StrictJSON(bytes: bytes)
         let value = try parser.value(depth: 0)
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw Invalid(reason: "there is more after the JSON value") }
         return value
+    }
+
+    /// The JSON object a request body holds; `Invalid` says, in a sentence about "the body",
+    /// why it is not one (never repeating the input).
+    public static func object(_ bytes: [UInt8]) throws(Invalid) -> [String: JSONValue] {
+        guard String(validating: bytes, as: UTF8.self) != nil else { throw Invalid(reason: "The body is not valid UTF-8.") }
+        let parsed: JSONValue
+        do {
+            parsed = try parse(bytes)
+        } catch {
+            throw Invalid(reason: "The body is not well-formed JSON: \(error.reason).")
+        }
+        guard case .object(let object) = parsed else { throw Invalid(reason: "The body must be a JSON object.") }
+        return object
     }
 
     private init(bytes: [UInt8]) { self.bytes = bytes }

@@ -1,0 +1,104 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import RevokerProvider
+import RevokerStore
+
+/// Every provider's inbox (``ProviderInbox``) on its own routes: read the body, have the
+/// provider verify it, store it, answer in the provider's own shape.
+///
+/// No API key: a provider cannot send one; the message's signature is its authentication. The
+/// answer that it was received comes only once the message is committed (a replayed `jti`
+/// changes nothing); a database or key-fetch failure is 503, so that a retrying sender tries
+/// again; a refusal repeats nothing of the token.
+struct InboxController {
+    let inboxes: [any ProviderInbox]
+    let messages: ProviderMessages
+    let metrics: APIMetrics
+    let databaseTimeout: Duration
+
+    func addRoutes(to group: RouterGroup<APIRequestContext>) {
+        for inbox in inboxes {
+            for route in inbox.routes {
+                group.post(RouterPath(route)) { request, context in
+                    try await receive(request, context: context, inbox: inbox)
+                }
+            }
+        }
+    }
+
+    func receive(_ request: Request, context: APIRequestContext, inbox: some ProviderInbox) async throws -> Response {
+        if let reason = inbox.closedReason { throw APIProblem.notFound(reason) }
+        let result = { (result: String) in metrics.inboxMessage(inbox.metricLabel, result: result) }
+        let message: ProviderMessage
+        do {
+            // The body is read apart from verifying: too large is the sender's malformed body,
+            // broken framing (400) or a body too slow (408) the sender's doing, never a key failure.
+            let limit = inbox.maximumBodyBytes
+            let body = try await JSONInput.body(request, limit: limit, tooLarge: APIProblem.badRequest("larger than \(limit) bytes"))
+            message = try await inbox.receive(body, clientID: context.parameters.get("client_id"))
+        } catch let problem as APIProblem where problem.status == .badRequest {
+            result("malformed_body")
+            return try refusal(.malformedBody("The body is \(problem.detail)."), inbox: inbox)
+        } catch let refusal as InboxRefusal {
+            result(refusal.code)
+            context.logger.notice(
+                "Refused a provider's message that does not verify",
+                metadata: ["revoker.provider": "\(inbox.provider)", "revoker.error": "\(refusal.code)"]
+            )
+            return try self.refusal(refusal, inbox: inbox)
+        } catch let error where !(error is APIProblem) && !(error is HTTPParserError) && !(error is RequestBodyTimeout) {
+            // The provider's keys could not be fetched: not the sender's fault.
+            result("keys_unavailable")
+            context.logger.warning("Could not fetch a provider's keys to verify its message", metadata: ["revoker.provider": "\(inbox.provider)"])
+            var problem = APIProblem(.serviceUnavailable, "\(inbox.table.sender)'s signing keys cannot be fetched right now; try again shortly.")
+            problem.headers[.retryAfter] = "5"
+            throw problem
+        }
+        let receipt: MessageReceipt
+        do {
+            receipt = try await withDeadline(databaseTimeout) { [messages] in try await messages.receive(message, into: inbox.table) }
+        } catch {
+            result("unavailable")
+            throw error
+        }
+        switch receipt {
+        case .accepted(let ended):
+            result("accepted")
+            context.logger.info(
+                "Accepted a provider's message",
+                metadata: [
+                    "revoker.provider": "\(inbox.provider)", "revoker.client_id": "\(message.clientID)", "revoker.message.type": "\(message.type)",
+                    "revoker.requests_ended": "\(ended)",
+                ]
+            )
+        case .duplicate:
+            result("duplicate")
+            context.logger.debug(
+                "A provider's message arrived again",
+                metadata: ["revoker.provider": "\(inbox.provider)", "revoker.client_id": "\(message.clientID)"]
+            )
+        }
+        return Self.response(inbox.accepted(duplicate: receipt == .duplicate))
+    }
+
+    /// The provider's own refusal, or the API's problem naming the field.
+    func refusal(_ refusal: InboxRefusal, inbox: some ProviderInbox) throws -> Response {
+        guard let answer = inbox.refused(refusal) else { throw APIProblem.badRequest(refusal.message, field: refusal.field) }
+        var response = Self.response(answer)
+        response.headers[.cacheControl] = "no-store"
+        return response
+    }
+
+    static func response(_ answer: InboxAnswer) -> Response {
+        var headers: HTTPFields = [:]
+        if let type = answer.contentType { headers[.contentType] = type }
+        return Response(
+            status: HTTPResponse.Status(code: answer.status),
+            headers: headers,
+            body: answer.body.isEmpty ? .init() : .init(byteBuffer: ByteBuffer(bytes: answer.body))
+        )
+    }
+}
