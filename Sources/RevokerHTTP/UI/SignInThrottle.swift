@@ -88,7 +88,8 @@ actor SignInThrottle {
         case .v4:
             return address?.ipAddress ?? "unknown"
         case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+            // `sin6_addr` lies 8 bytes in on Linux and on Darwin (after family, port, flow info).
+            let bytes = withUnsafeBytes(of: v6.address) { Array($0.dropFirst(8).prefix(16)) }
             guard bytes.count == 16 else { return address?.ipAddress ?? "unknown" }
             if bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
                 return bytes[12...].map(String.init).joined(separator: ".")

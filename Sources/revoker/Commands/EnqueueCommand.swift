@@ -146,38 +146,40 @@ struct EnqueueCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .all)
-        guard let served = configuration.clientIDsByProvider[provider] else {
-            let known = configuration.clientIDsByProvider.keys.sorted().joined(separator: ", ")
-            throw fail("--provider is not a configured provider (configured: \(known)). Nothing was stored.")
-        }
-        guard served.contains(clientID) else {
-            let known = served.sorted().joined(separator: ", ")
-            throw fail("The --client-id is not a configured \(provider) app (configured: \(known)). Nothing was stored.")
-        }
         guard let kind = Self.kinds[kind] else { throw Exit.couldNotRun }
+        // What is configured is checked before the credential is read.
+        do {
+            try EnqueueRules(served: configuration.clientIDsByProvider, providers: SignInProviders([])).check(provider: provider, clientID: clientID)
+        } catch {
+            throw fail(Self.sentence(error, provider: provider))
+        }
         let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
         let logger = CommandLogging.logger(label: "revoker.enqueue", level: options.logLevel)
-        var userID = givenUserID
-        if let idTokenFile {
-            userID = try await Self.verifiedSubject(idTokenFile, provider: provider, clientID: clientID, configuration, logger: logger)
-        }
-        let new: NewRevocation
+        var new: NewRevocation
         do {
             new = try NewRevocation(
                 provider: provider,
                 clientID: clientID,
                 externalReference: reference,
-                userID: userID,
-                userFromIdentityToken: idTokenFile != nil,
+                userID: givenUserID,
                 credential: Credential(kind: kind, secret: secret),
                 redirectURI: redirectURI,
                 maxAttempts: maxAttempts.flatMap { Int($0) } ?? configuration.worker.maxAttempts
             )
-        } catch {
-            throw fail("\(Self.place(of: error.field)) \(error.rule). Nothing was stored.")
+            if let idTokenFile {
+                let token = try Self.readIdentityToken(idTokenFile)
+                let unbound = new
+                new = try await RevokerApp.withProviders(configuration, logger: logger) { providers in
+                    try await EnqueueRules(served: configuration.clientIDsByProvider, providers: providers).binding(unbound, toIdentityToken: token)
+                }
+            }
+        } catch let invalid as NewRevocation.Invalid {
+            throw fail(Self.sentence(.invalid(invalid), provider: provider))
+        } catch let refusal as EnqueueRules.Refusal {
+            throw fail(Self.sentence(refusal, provider: provider))
         }
         let actor = Self.actor()
-        let result = try await withDatabase(configuration, logger: logger) { client in
+        let result = try await withDatabase(configuration, logger: logger) { [new] client in
             do {
                 return try await RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
                     .enqueue(new, actor: actor)
@@ -208,37 +210,35 @@ struct EnqueueCommand: AsyncParsableCommand {
         }
     }
 
-    /// The `sub` of the identity token in `file`, verified completely by the provider.
-    static func verifiedSubject(
-        _ file: String,
-        provider: String,
-        clientID: String,
-        _ configuration: RevokerConfiguration,
-        logger: Logger
-    ) async throws -> String {
-        guard let handle = FileHandle(forReadingAtPath: file), let data = try? handle.read(upToCount: 16_385), data.count <= 16_384,
+    /// A refusal of the enqueue rules in this command's words.
+    static func sentence(_ refusal: EnqueueRules.Refusal, provider: String) -> String {
+        let reason: String =
+            switch refusal {
+            case .invalid(let invalid): "\(place(of: invalid.field)) \(invalid.rule)."
+            case .unknownProvider(let configured):
+                "--provider is not a configured provider (configured: \(configured.joined(separator: ", ")))."
+            case .unknownApp(let configured):
+                "The --client-id is not a configured \(provider) app (configured: \(configured.joined(separator: ", ")))."
+            case .unverifiableIdentityToken: "--provider \(provider) cannot verify identity tokens here."
+            case .identityTokenRejected(let rejected): "The identity token did not verify (\(rejected.code)): \(rejected.reason)"
+            case .keysUnavailable(let failure):
+                "The provider's keys could not be fetched to verify the identity token (\(failure.detail)); try again."
+            }
+        return reason + " Nothing was stored."
+    }
+
+    /// The identity token in `file`: one token of at most ``EnqueueRules/maximumIdentityTokenBytes``.
+    static func readIdentityToken(_ file: String) throws -> String {
+        let limit = EnqueueRules.maximumIdentityTokenBytes
+        guard let handle = FileHandle(forReadingAtPath: file), let data = try? handle.read(upToCount: limit + 1), data.count <= limit,
             let text = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty
         else {
             throw fail(
-                "--id-token-file must be a readable file holding one identity token of at most 16384 bytes (path not shown). Nothing was stored."
+                "--id-token-file must be a readable file holding one identity token of at most \(limit) bytes (path not shown). Nothing was stored."
             )
         }
         try? handle.close()
-        let token = text
-        return try await RevokerApp.withProviders(configuration, logger: logger) { providers in
-            guard let name = ProviderName(rawValue: provider), let verifier = providers[name] else {
-                throw fail("--provider \(provider) cannot verify identity tokens here. Nothing was stored.")
-            }
-            do {
-                return try await verifier.verifyIdentityToken(token, clientID: clientID)
-            } catch let rejected as IdentityTokenRejected {
-                throw fail("The identity token did not verify (\(rejected.code)): \(rejected.reason) Nothing was stored.")
-            } catch let failure as ProviderFailure {
-                throw fail(
-                    "The provider's keys could not be fetched to verify the identity token (\(failure.detail)); try again. Nothing was stored."
-                )
-            }
-        }
+        return text
     }
 
     struct EnqueueOutput: Encodable {

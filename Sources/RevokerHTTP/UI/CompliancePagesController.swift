@@ -3,19 +3,31 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import PostgresNIO
 import RevokerEvidence
 import RevokerStore
 
 /// The compliance pages under `/ui/` (`http.ui`): server-rendered HTML without scripts, for
 /// people who answer "was this user's grant revoked, when, and how?".
-extension RevokerAPI {
-    func addCompliancePages(to router: Router<APIRequestContext>, settings ui: UISettings) {
+struct CompliancePagesController {
+    let ui: UISettings
+    let keys: APIKeys
+    let database: PostgresClient
+    let queue: RevocationQueue
+    let audit: AuditLog
+    /// Issues the receipts the pages offer.
+    let audits: AuditController
+    let databaseTimeout: Duration
+    let store: DatabaseDeadline
+    let logger: Logger
+
+    func addRoutes(to router: Router<APIRequestContext>) {
         let pages = router.group("ui").add(middleware: UIMiddleware<APIRequestContext>(secure: ui.isSecure))
         let gate = UISessionGate(
             settings: ui,
             keys: keys,
             sessions: UISessions(client: database, logger: logger),
-            databaseTimeout: settings.databaseTimeout
+            databaseTimeout: databaseTimeout
         )
         pages.get { request, _ in
             try await gate.session(request) == nil
@@ -41,11 +53,11 @@ extension RevokerAPI {
             try await gate.signedIn(request) { try await self.statusPage($0) }
         }
         pages.get("requests/{id}") { request, context in
-            try await gate.signedIn(request) { try await self.requestPage(try Self.id(context), $0) }
+            try await gate.signedIn(request) { try await self.requestPage(try APIResponse.id(context), $0) }
         }
         pages.get("requests/{id}/events.csv") { request, context in
             try await gate.signedIn(request) { visitor in
-                let id = try Self.id(context)
+                let id = try APIResponse.id(context)
                 let records = try await self.timeline(id, visitor.caller)
                 return UIPage.download(
                     AuditExport.csv(records),
@@ -56,13 +68,13 @@ extension RevokerAPI {
         }
         pages.get("requests/{id}/receipt.json") { request, context in
             try await gate.signedIn(request) { visitor in
-                let id = try Self.id(context)
-                return try Self.receiptDownload(try await self.issueReceipt(id, for: visitor.caller), id: id)
+                let id = try APIResponse.id(context)
+                return try AuditController.receiptDownload(try await audits.issueReceipt(id, for: visitor.caller), id: id)
             }
         }
         pages.get("requests/{id}/receipt.html") { request, context in
             try await gate.signedIn(request) { visitor in
-                Self.receiptPage(try await self.issueReceipt(try Self.id(context), for: visitor.caller))
+                AuditController.receiptPage(try await audits.issueReceipt(try APIResponse.id(context), for: visitor.caller))
             }
         }
     }
@@ -258,7 +270,7 @@ extension RevokerAPI {
             requestedAt: UIFormat.time(enqueued?.occurredAt),
             requestedBy: enqueued?.actor ?? "—",
             finishedAt: UIFormat.time(final?.occurredAt),
-            receipts: auditSigner != nil,
+            receipts: audits.auditSigner != nil,
             events: shown.map { record in
                 UIRequestView.Event(
                     at: UIFormat.time(record.occurredAt),

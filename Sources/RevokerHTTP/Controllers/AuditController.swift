@@ -1,12 +1,34 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
+import PostgresNIO
+import Prometheus
 import RevokerEvidence
+import RevokerProvider
 import RevokerStore
 
-/// The audit trail over HTTP: the trail itself, its verification, a request's receipt.
-extension RevokerAPI {
+/// `/v1/audit`: the audit trail, its verification, and a request's signed receipt.
+struct AuditController {
+    let database: PostgresClient
+    let audit: AuditLog
+    let keys: APIKeys
+    /// The public keys that verify the trail's checkpoints.
+    let auditKeys: [AuditPublicKey]
+    /// Signs receipts (and the checkpoints they need); without it there are none.
+    let auditSigner: AuditSigner?
+    let verifications = AuditVerificationGate()
+    let databaseTimeout: Duration
+    let store: DatabaseDeadline
+    let logger: Logger
+
+    func addRoutes(to group: RouterGroup<APIRequestContext>) {
+        group.get("revocations/{id}/receipt") { request, context in try await receipt(request, context: context) }
+        group.get("audit") { request, _ in try await auditTrail(request) }
+        group.get("audit/verify") { request, _ in try await verifyAudit(request) }
+    }
+
     func auditTrail(_ request: Request) async throws -> Response {
         let caller = try keys.authorize(request, .auditRead)
         let query = try QueryInput(
@@ -40,8 +62,8 @@ extension RevokerAPI {
             throw APIProblem.badRequest("The cursor is not one this API returned.", field: "cursor")
         }
         var headers: HTTPFields = [:]
-        if let next = page.nextCursor { headers[Self.nextCursorHeader] = next }
-        if Self.accepts(request, "text/csv") {
+        if let next = page.nextCursor { headers[APIResponse.nextCursorHeader] = next }
+        if APIResponse.accepts(request, "text/csv") {
             headers[.contentType] = "text/csv; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: AuditExport.csv(page.records))))
         }
@@ -51,15 +73,13 @@ extension RevokerAPI {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
-    static let nextCursorHeader = HTTPField.Name("Revoker-Next-Cursor")!
-
     /// A request's signed receipt (`revoker audit receipt`): JSON, or a printable page for
     /// `Accept: text/html`. It comes from the audit trail, so it outlives the pruned request.
     func receipt(_ request: Request, context: APIRequestContext) async throws -> Response {
         let caller = try keys.authorize(request, .auditRead)
-        let id = try Self.id(context)
+        let id = try APIResponse.id(context)
         let receipt = try await issueReceipt(id, for: caller)
-        if Self.accepts(request, "text/html") { return Self.receiptPage(receipt) }
+        if APIResponse.accepts(request, "text/html") { return Self.receiptPage(receipt) }
         return try Self.receiptDownload(receipt, id: id)
     }
 
@@ -70,7 +90,7 @@ extension RevokerAPI {
         }
         let receipts = AuditReceipts(client: database, logger: logger)
         // Longer than one statement: it may wait for a checkpoint to cover the latest rows.
-        let issued = try await withDeadline(settings.databaseTimeout + .seconds(15)) {
+        let issued = try await withDeadline(databaseTimeout + .seconds(15)) {
             try await receipts.issue(requestID: id, signer: signer, wait: .seconds(10))
         }
         guard let receipt = issued else {
@@ -115,7 +135,7 @@ extension RevokerAPI {
         let keys = auditKeys
         // Reading every row takes longer than one statement's deadline.
         let question = "\(since.map { "\($0.timeIntervalSince1970)" } ?? "-") \(clientID ?? "-")"
-        let answer = try await auditVerifications.verify(question) {
+        let answer = try await verifications.verify(question) {
             try await withDeadline(.seconds(600)) { try await verifier.verify(since: since, clientID: clientID, keys: keys) }
         }
         guard let result = answer else {

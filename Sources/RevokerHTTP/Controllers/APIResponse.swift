@@ -1,0 +1,51 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import Prometheus
+import RevokerEvidence
+import RevokerProvider
+import RevokerStore
+
+/// Runs one database call of a request under ``HTTPSettings/databaseTimeout``: a client learns
+/// of an unreachable database (503) before its own timeout gives up.
+struct DatabaseDeadline: Sendable {
+    let limit: Duration
+
+    func callAsFunction<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withDeadline(limit, body)
+    }
+}
+
+/// What every controller answers with, and reads from a request the same way.
+enum APIResponse {
+    /// `value` as JSON, keys sorted.
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+        )
+    }
+
+    /// The header that carries the cursor to continue from.
+    static let nextCursorHeader = HTTPField.Name("Revoker-Next-Cursor")!
+
+    /// Whether `Accept` lists `mediaType` (a plain check; CSV is asked for explicitly).
+    static func accepts(_ request: Request, _ mediaType: String) -> Bool {
+        request.headers[values: .accept].contains { value in
+            value.split(separator: ",").contains { $0.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() == mediaType }
+        }
+    }
+
+    static func id(_ context: APIRequestContext) throws -> UUID {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+            throw APIProblem.badRequest("The revocation id must be a UUID.", field: "id")
+        }
+        return id
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+import Prometheus
+import RevokerEvidence
+import RevokerProvider
+import RevokerStore
+
+/// `/v1/revocations`: enqueue, list, show, cancel and re-queue revocation requests.
+struct RevocationsController {
+    let queue: RevocationQueue
+    let keys: APIKeys
+    /// What is configured here: the apps a request may name, the providers that verify identity tokens.
+    let rules: EnqueueRules
+    let defaultMaxAttempts: Int
+    let maxBodyBytes: Int
+    let metrics: APIMetrics
+    let store: DatabaseDeadline
+    let logger: Logger
+
+    func addRoutes(to group: RouterGroup<APIRequestContext>) {
+        group.post("revocations") { request, context in try await enqueue(request, context: context) }
+        group.get("revocations") { request, _ in try await list(request) }
+        group.get("revocations/{id}") { request, context in try await show(request, context: context) }
+        group.post("revocations/{id}/cancel") { request, context in try await cancel(request, context: context) }
+        group.post("revocations/{id}/requeue") { request, context in try await requeue(request, context: context) }
+    }
+
+    static let credentialFields: [(String, CredentialKind)] = [
+        ("authorization_code", .authorizationCode), ("refresh_token", .refreshToken), ("access_token", .accessToken),
+    ]
+    static let enqueueFields: Set<String> = [
+        "provider", "client_id", "external_reference", "user_id", "apple_user_id", "id_token", "authorization_code", "refresh_token", "access_token",
+        "redirect_uri",
+        "max_attempts",
+    ]
+
+    func enqueue(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let caller = try keys.authorize(request, .revocationsWrite)
+        let body = try await JSONInput.object(request, limit: maxBodyBytes, allowed: Self.enqueueFields)
+        guard let clientID = try JSONInput.string(body, "client_id", required: true),
+            let reference = try JSONInput.string(body, "external_reference", required: true)
+        else { throw APIProblem.invalid("This field is required.", field: "client_id") }
+        var credentials: [Credential] = []
+        for (field, kind) in Self.credentialFields {
+            guard let secret = try JSONInput.string(body, field) else { continue }
+            credentials.append(Credential(kind: kind, secret: secret))
+        }
+        guard credentials.count == 1, let credential = credentials.first else {
+            throw APIProblem.invalid(
+                "Give exactly one of authorization_code, refresh_token, access_token.",
+                field: credentials.isEmpty ? "authorization_code" : credentials[1].kind.rawValue
+            )
+        }
+        let provider = try JSONInput.string(body, "provider") ?? NewRevocation.defaultProvider
+        let userID = try JSONInput.string(body, "user_id")
+        let legacyUserID = try JSONInput.string(body, "apple_user_id")
+        let idToken = try JSONInput.string(body, "id_token")
+        if [userID, legacyUserID, idToken].compactMap({ $0 }).count > 1 {
+            throw APIProblem.invalid(
+                "Name the user once: user_id, apple_user_id (its older name) or id_token.",
+                field: idToken != nil ? "id_token" : "apple_user_id"
+            )
+        }
+        let redirectURI = try JSONInput.string(body, "redirect_uri")
+        let maxAttempts = try JSONInput.integer(body, "max_attempts") ?? defaultMaxAttempts
+        let userField = idToken != nil ? "id_token" : userID != nil ? "user_id" : "apple_user_id"
+        var new: NewRevocation
+        do {
+            new = try NewRevocation(
+                provider: provider,
+                clientID: clientID,
+                externalReference: reference,
+                userID: userID ?? legacyUserID,
+                credential: credential,
+                redirectURI: redirectURI,
+                maxAttempts: maxAttempts
+            )
+            try rules.check(new)
+            try caller.require(clientID)
+            if let idToken { new = try await rules.binding(new, toIdentityToken: idToken) }
+        } catch let refusal as EnqueueRules.Refusal {
+            throw problem(refusal, credential: credential, userField: userField)
+        } catch let invalid as NewRevocation.Invalid {
+            throw problem(.invalid(invalid), credential: credential, userField: userField)
+        }
+        let result = try await store { [queue, new] in try await queue.enqueue(new, actor: "api:\(caller.name)") }
+        switch result {
+        case .created(let created):
+            metrics.enqueued()
+            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "revoker.client_id": "\(clientID)"])
+            return try APIResponse.json(RevocationView(created), status: .accepted)
+        case .existing(let existing):
+            return try APIResponse.json(RevocationView(existing), status: .ok)
+        }
+    }
+
+    /// A refusal of the enqueue rules, naming the field of this API.
+    func problem(_ refusal: EnqueueRules.Refusal, credential: Credential, userField: String) -> APIProblem {
+        switch refusal {
+        case .invalid(let invalid):
+            // The credential's field is named after its kind in this API.
+            let field =
+                switch invalid.field {
+                case .credential: credential.kind.rawValue
+                case .userID: userField
+                default: invalid.field.rawValue
+                }
+            return .invalid("This field \(invalid.rule).", field: field)
+        case .unknownProvider(let configured):
+            return .invalid("No such provider is configured; configured: \(configured.joined(separator: ", ")).", field: "provider")
+        case .unknownApp:
+            return .invalid("No app with this client_id is configured for this provider.", field: "client_id")
+        case .unverifiableIdentityToken:
+            return .invalid(
+                "This field must be an identity token of at most \(EnqueueRules.maximumIdentityTokenBytes) bytes from the request's provider.",
+                field: "id_token"
+            )
+        case .identityTokenRejected(let rejected):
+            return .invalid("The identity token did not verify (\(rejected.code)): \(rejected.reason)", field: "id_token")
+        case .keysUnavailable(let failure):
+            logger.warning("The provider's keys could not be fetched to verify an identity token", metadata: ["provider.detail": "\(failure.detail)"])
+            var problem = APIProblem(.serviceUnavailable, "The provider's keys could not be fetched to verify the identity token; try again.")
+            problem.headers[.retryAfter] = "5"
+            return problem
+        }
+    }
+
+    func list(_ request: Request) async throws -> Response {
+        let caller = try keys.authorize(request, .revocationsRead)
+        let query = try QueryInput(
+            request,
+            allowed: ["provider", "client_id", "external_reference", "user_id", "apple_user_id", "state", "created_before", "limit"]
+        )
+        var state: RevocationState?
+        if let name = query.values["state"] {
+            guard let parsed = RevocationState(rawValue: name) else {
+                throw APIProblem.badRequest("Unknown state; known: \(RevocationState.all.map(\.rawValue).joined(separator: ", ")).", field: "state")
+            }
+            state = parsed
+        }
+        let provider = try query.string("provider")
+        if let provider, !NewRevocation.isProviderName(provider) {
+            throw APIProblem.badRequest("A provider's name is 1 to 32 characters of a-z, 0-9 and _, starting with a letter.", field: "provider")
+        }
+        var filter = RevocationFilter(
+            clientID: try query.string("client_id"),
+            externalReference: try query.string("external_reference"),
+            userID: try query.string("user_id") ?? query.string("apple_user_id"),
+            state: state,
+            createdBefore: try query.date("created_before"),
+            limit: try query.integer("limit", range: 1...1000) ?? 100,
+            provider: provider
+        )
+        if let clientID = filter.clientID { try caller.require(clientID) }
+        filter.clientIDs = caller.filter
+        let requests = try await store { [queue, filter] in try await queue.list(filter) }
+        return try APIResponse.json(RevocationList(revocations: requests.map(RevocationView.init)))
+    }
+
+    func show(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let caller = try keys.authorize(request, .revocationsRead)
+        return try APIResponse.json(RevocationView(try await reachableRequest(try APIResponse.id(context), caller)))
+    }
+
+    func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let caller = try keys.authorize(request, .revocationsWrite)
+        let id = try APIResponse.id(context)
+        if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
+        switch try await store({ [queue] in try await queue.cancel(id: id, actor: "api:\(caller.name)") }) {
+        case .cancelled(let cancelled): return try APIResponse.json(RevocationView(cancelled))
+        case .notFound: throw APIProblem.notFound("No revocation with this id.")
+        case .notCancellable(let existing):
+            throw APIProblem.conflict("Only a pending revocation can be cancelled; this one is \(existing.state.rawValue).")
+        }
+    }
+
+    func requeue(_ request: Request, context: APIRequestContext) async throws -> Response {
+        let caller = try keys.authorize(request, .admin)
+        let id = try APIResponse.id(context)
+        if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
+        switch try await store({ [queue] in try await queue.requeueConfigurationFailure(id: id, actor: "api:\(caller.name)") }) {
+        case .requeued(let requeued): return try APIResponse.json(RevocationView(requeued), status: .accepted)
+        case .notFound: throw APIProblem.notFound("No revocation with this id.")
+        case .notRequeueable(let existing):
+            throw APIProblem.conflict(
+                "Only a revocation that failed as client_misconfigured and still holds its credential can be re-queued; this one is \(existing.state.rawValue)\(existing.outcome.map { "/\($0.rawValue)" } ?? "")."
+            )
+        }
+    }
+
+    /// The request with this id, when it exists and the caller's key reaches its app; a request
+    /// of another app is not found, so a key does not learn which ids exist elsewhere.
+    func reachableRequest(_ id: UUID, _ caller: APICaller) async throws -> RevocationRequest {
+        guard let found = try await store({ [queue] in try await queue.request(id: id) }), caller.reaches(found.clientID) else {
+            throw APIProblem.notFound("No revocation with this id.")
+        }
+        return found
+    }
+}
