@@ -6,6 +6,7 @@ import JWTKit
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import ProviderSandbox
 import ServiceLifecycle
 
 /// The admin surface under `/sandbox/`: register apps, sign users in, mint identity tokens.

@@ -6,6 +6,7 @@ import JWTKit
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import ProviderSandbox
 import ServiceLifecycle
 
 /// What stands between a call and its answer: injected faults, and the client secret check.

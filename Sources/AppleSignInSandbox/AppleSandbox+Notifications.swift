@@ -6,6 +6,7 @@ import Hummingbird
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import ProviderSandbox
 
 /// `/sandbox/notifications`: Apple's server-to-server notifications, sent to a receiver as
 /// Apple sends them, or broken in the ways a receiver must refuse.

@@ -8,7 +8,7 @@ import JWTKit
 import Logging
 import NIOCore
 import NIOFoundationCompat
-@_exported import ProviderSandbox
+import ProviderSandbox
 import ServiceLifecycle
 
 /// A local stand-in for appleid.apple.com, strict where Apple is strict.

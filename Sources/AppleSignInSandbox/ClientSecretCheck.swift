@@ -1,6 +1,7 @@
 import AppleSignIn
 import Crypto
 import Foundation
+import ProviderSandbox
 
 /// Checks a client secret the way Apple does; the reason for a refusal is kept for the
 /// sandbox's statistics (Apple itself only says `invalid_client`).

@@ -1,3 +1,5 @@
+import ProviderSandbox
+
 /// Apple's admin request and response bodies (`/sandbox/*`), shared by the server and ``AppleSandboxAdmin``.
 extension SandboxAdmin {
     /// `POST /sandbox/apps`: registers an app and the public half of its key.

@@ -1,6 +1,7 @@
 import AppleSignIn
 import Crypto
 import Foundation
+import ProviderSandbox
 
 /// Everything the sandbox knows: registered apps, grants and their codes and tokens.
 /// One actor keeps each call's check-and-update atomic, as Apple's store would be.

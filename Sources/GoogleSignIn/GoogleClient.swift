@@ -4,6 +4,7 @@ import JWTKit
 import Logging
 import NIOCore
 import NIOHTTP1
+import RevokerProvider
 
 /// One of Google's OAuth endpoints, as the audit trail and metrics name it.
 public enum GoogleEndpoint: String, Sendable, Hashable, CaseIterable {

@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import RevokerProvider
 
 /// The claims of Google's ID token that Revoker uses.
 public struct GoogleIdentityClaims: JWTPayload, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import RevokerProvider
 
 /// Google Sign-In behind the provider seam: the apps' OAuth clients over one shared connection
 /// pool, and one identity-token verifier (Google's keys are the same for every app).

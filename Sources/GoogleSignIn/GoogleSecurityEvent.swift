@@ -156,23 +156,23 @@ public struct GoogleSecurityEventVerifier: Sendable {
 
 /// A security event token's claims as sent, each checked by the verifier (JWTKit checks none).
 struct SecurityEventClaims: JWTPayload {
-    let values: [String: JSONValue]
+    let values: [String: ClaimValue]
 
     init(from decoder: any Decoder) throws {
-        values = try decoder.singleValueContainer().decode([String: JSONValue].self)
+        values = try decoder.singleValueContainer().decode([String: ClaimValue].self)
     }
 
     func encode(to encoder: any Encoder) throws {}
     func verify(using _: some JWTAlgorithm) {}
 }
 
-/// Any JSON value, with numbers, strings and booleans told apart.
-enum JSONValue: Decodable, Equatable, Sendable {
+/// Any JSON value of a claim, with numbers, strings and booleans told apart.
+enum ClaimValue: Decodable, Equatable, Sendable {
     case string(String)
     case number(Double)
     case bool(Bool)
-    case array([JSONValue])
-    case object([String: JSONValue])
+    case array([ClaimValue])
+    case object([String: ClaimValue])
     case null
 
     init(from decoder: any Decoder) throws {
@@ -185,10 +185,10 @@ enum JSONValue: Decodable, Equatable, Sendable {
             self = .number(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
+        } else if let value = try? container.decode([ClaimValue].self) {
             self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .object(try container.decode([String: ClaimValue].self))
         }
     }
 }

@@ -1,12 +1,11 @@
-import AppleSignIn
 import AsyncHTTPClient
 import CoreMetrics
-import GoogleSignIn
 import Logging
 import PostgresNIO
 import Prometheus
 import RevokerConfiguration
 import RevokerHTTP
+import RevokerProvider
 import RevokerStore
 import RevokerWebhooks
 import RevokerWorker
@@ -14,7 +13,7 @@ import ServiceLifecycle
 import UnixSignals
 
 /// The whole program, assembled once from a ``RevokerConfiguration``: the PostgreSQL client,
-/// and, when asked, Apple's connection pool, the HTTP API and the worker, each a `Service` of
+/// and, when asked, the providers' connection pools, the HTTP API and the worker, each a `Service` of
 /// one `ServiceGroup`. Every command, the demo, the benchmark and the tests build it here.
 ///
 /// Nothing serves before the startup check: the database answers within ten seconds and,
@@ -26,7 +25,7 @@ public struct RevokerApp: Sendable {
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// The HTTP API.
         public static let api = Parts(rawValue: 1)
-        /// The worker (it brings Apple's connection pool).
+        /// The worker (it brings the providers' connection pools).
         public static let worker = Parts(rawValue: 2)
     }
 
@@ -330,23 +329,6 @@ public struct RevokerApp: Sendable {
         return applied
     }
 
-    /// Runs `body` with a client for Apple (or the sandbox) as configured, shut down afterwards.
-    public static func withAppleClient<T>(
-        _ configuration: RevokerConfiguration,
-        logger: Logger,
-        _ body: (AppleClient) async throws -> T
-    ) async throws -> T {
-        let client = makeAppleClient(configuration, logger: logger)
-        do {
-            let result = try await body(client)
-            try await client.clients.shutdown()
-            return result
-        } catch {
-            try? await client.clients.shutdown()
-            throw error
-        }
-    }
-
     /// Runs `body` with the configured providers (for a one-shot command), their connections
     /// closed afterwards.
     public static func withProviders<T>(
@@ -380,14 +362,6 @@ public struct RevokerApp: Sendable {
             made.append(try await plugin.make(configuration, clients, logger))
         }
         return (SignInProviders(made.map(\.provider)), made.flatMap(\.inboxes))
-    }
-
-    static func makeAppleClient(_ configuration: RevokerConfiguration, logger: Logger) -> AppleClient {
-        AppleClient(
-            clients: configuration.makeProviderHTTPClients(),
-            configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
-            logger: logger
-        )
     }
 }
 

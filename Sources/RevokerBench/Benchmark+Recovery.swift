@@ -1,6 +1,7 @@
 import AppleSignInSandbox
 import Foundation
 import PostgresNIO
+import ProviderSandbox
 import RevokerLocalStack
 import RevokerProvider
 import RevokerStore

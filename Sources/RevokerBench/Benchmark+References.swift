@@ -2,7 +2,9 @@ import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import PostgresNIO
+import ProviderSandbox
 import RevokerLocalStack
+import RevokerProvider
 
 extension Benchmark {
     /// pgbench on the same server: one single-row `INSERT` per transaction, with each of

@@ -2,6 +2,7 @@ import AppleSignInSandbox
 import Foundation
 import GoogleSignInSandbox
 import PostgresNIO
+import ProviderSandbox
 import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore

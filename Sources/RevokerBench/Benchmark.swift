@@ -12,6 +12,7 @@ import RevokerWorker
 
 #if canImport(Glibc)
 import Glibc
+import ProviderSandbox
 #endif
 
 /// Measures Revoker end to end on this machine: enqueue rates of the Swift, SQL and HTTP paths;

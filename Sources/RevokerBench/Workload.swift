@@ -10,10 +10,12 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import PostgresNIO
+import ProviderSandbox
 import RevokerApp
 import RevokerConfiguration
 import RevokerHTTP
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 
 /// One user's grant as the app holds it: what the benchmark enqueues. The secret stays in memory.

@@ -6,6 +6,7 @@ import NIOSSL
 import PostgresNIO
 import RevokerEvidence
 import RevokerHTTP
+import RevokerProvider
 import RevokerStore
 import RevokerWebhooks
 import RevokerWorker
@@ -234,8 +235,9 @@ extension RevokerConfiguration {
         configuration.google = google.client
         configuration.google.timeout = configuration.worker.providerTimeout
         configuration.http = try document.http?.settings(source: source ?? "the configuration file") ?? .init()
+        // Received unless the file says `"enabled": false`.
         configuration.appleNotifications =
-            try document.appleNotifications?.settings(clientIDs: Set(apps.keys), source: source ?? "the configuration file")
+            try document.appleNotifications.map { try $0.settings(clientIDs: Set(apps.keys), source: source ?? "the configuration file") }
             ?? AppleNotificationVerifier.Settings(clientIDs: Set(apps.keys))
         for key in configuration.http.apiKeys {
             if let unknown = key.clientIDs?.sorted().first(where: { configuration.provider(of: $0) == nil }) {

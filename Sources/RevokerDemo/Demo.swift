@@ -5,10 +5,12 @@ import GoogleSignIn
 import GoogleSignInSandbox
 import Logging
 import PostgresNIO
+import ProviderSandbox
 import RevokerApp
 import RevokerConfiguration
 import RevokerHTTP
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerWorker
 
@@ -148,13 +150,8 @@ public struct Demo: Sendable {
 
             let scenarios = try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
                 let database = running.database
-                return try await RevokerApp.withAppleClient(configuration, logger: logger) { client in
+                return try await RevokerApp.withProviders(configuration, logger: logger) { providers in
                     var scenarios = planned
-                    let apple = try await AppleProvider(
-                        apps: configuration.apps.values,
-                        clientSecretLifetime: configuration.worker.clientSecretLifetime,
-                        client: client
-                    )
                     let queue = RevocationQueue(client: database, sealer: configuration.sealer, logger: logger)
                     for index in scenarios.indices where scenarios[index].provider == .google {
                         let scenario = scenarios[index]
@@ -193,8 +190,10 @@ public struct Demo: Sendable {
                         scenarios[index].grantID = minted.grantID
                         scenarios[index].secret = minted.value
                         switch scenario.expected {
-                        case .alreadyInvalid: try await apple.apps[clientID]?.client.revoke(token: minted.value, hint: .refreshToken)
-                        case .codeRejected: _ = try await apple.apps[clientID]?.client.exchange(code: minted.value, redirectURI: nil)
+                        case .alreadyInvalid:
+                            try await providers.app(provider: .apple, clientID: clientID)?.revoke(token: minted.value, kind: .refreshToken)
+                        case .codeRejected:
+                            _ = try await providers.app(provider: .apple, clientID: clientID)?.exchange(code: minted.value, redirectURI: nil)
                         default: break
                         }
                         if scenario.viaSQL {

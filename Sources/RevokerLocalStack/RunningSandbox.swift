@@ -8,6 +8,8 @@ import GoogleSignInSandbox
 import Hummingbird
 import Logging
 import NIOSSL
+import ProviderSandbox
+import RevokerProvider
 
 /// How a sandbox is reached: as Apple and Google serve (HTTPS, HTTP/2 negotiated, a throw-away
 /// authority the clients trust), or plain HTTP/1.1.

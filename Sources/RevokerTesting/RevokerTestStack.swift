@@ -6,9 +6,11 @@ import GoogleSignIn
 import GoogleSignInSandbox
 import Logging
 import PostgresNIO
+import ProviderSandbox
 import RevokerApp
 import RevokerConfiguration
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerWorker
 import Synchronization

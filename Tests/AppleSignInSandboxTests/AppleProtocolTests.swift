@@ -6,7 +6,9 @@ import Foundation
 import JWTKit
 import NIOCore
 import NIOHTTP1
+import ProviderSandbox
 import RevokerLocalStack
+import RevokerProvider
 import Testing
 
 @testable import AppleSignIn

@@ -1,5 +1,6 @@
 import Foundation
 import NIOHTTP1
+import RevokerProvider
 import Testing
 
 @testable import AppleSignIn

@@ -2,6 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import JWTKit
+import ProviderSandbox
 import RevokerLocalStack
 import RevokerTesting
 import Testing

@@ -5,6 +5,7 @@ import GoogleSignInSandbox
 import JWTKit
 import ProviderSandbox
 import RevokerLocalStack
+import RevokerProvider
 import Testing
 
 @Suite("Google ID tokens are verified completely")

@@ -7,6 +7,7 @@ import NIOCore
 import NIOHTTP1
 import ProviderSandbox
 import RevokerLocalStack
+import RevokerProvider
 import Testing
 
 /// Runs `body` with the sandboxes, a Google client against them and a registered app.

@@ -1,6 +1,7 @@
 import AppleSignInSandbox
 import Foundation
 import GoogleSignInSandbox
+import ProviderSandbox
 import RevokerEvidence
 import RevokerLocalStack
 import RevokerStore

@@ -2,6 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import PostgresNIO
+import ProviderSandbox
 import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore

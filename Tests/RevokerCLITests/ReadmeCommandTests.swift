@@ -11,6 +11,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import ProviderSandbox
 #endif
 
 /// Every `revoker` command the README shows, run as printed (through `sh`, in a directory that

@@ -9,6 +9,7 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import ProviderSandbox
 #endif
 
 /// `deploy/postgres/roles.sql` applied as the README says, a login in each of its roles, and

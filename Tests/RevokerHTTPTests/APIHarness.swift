@@ -6,6 +6,7 @@ import GoogleSignInSandbox
 import Logging
 import NIOCore
 import NIOHTTP1
+import ProviderSandbox
 import RevokerApp
 import RevokerHTTP
 import RevokerLocalStack

@@ -3,6 +3,7 @@ import AppleSignInSandbox
 import Foundation
 import NIOHTTP1
 import PostgresNIO
+import ProviderSandbox
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting

@@ -5,6 +5,7 @@ import Logging
 import NIOHTTP1
 import PostgresNIO
 import Prometheus
+import ProviderSandbox
 import RevokerApp
 import RevokerConfiguration
 import RevokerEvidence

@@ -6,6 +6,7 @@ import NIOHTTP1
 import PostgresNIO
 import ProviderSandbox
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing

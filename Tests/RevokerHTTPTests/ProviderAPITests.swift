@@ -2,6 +2,7 @@ import AppleSignInSandbox
 import Foundation
 import GoogleSignInSandbox
 import NIOHTTP1
+import ProviderSandbox
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting

@@ -1,6 +1,7 @@
 import AppleSignInSandbox
 import Foundation
 import NIOHTTP1
+import ProviderSandbox
 import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore

@@ -1,6 +1,7 @@
 import AppleSignIn
 import AppleSignInSandbox
 import Foundation
+import ProviderSandbox
 import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore

@@ -3,8 +3,10 @@ import AppleSignInSandbox
 import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
+import ProviderSandbox
 import RevokerConfiguration
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import RevokerWorker

@@ -1,5 +1,6 @@
 import AppleSignInSandbox
 import Foundation
+import ProviderSandbox
 import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore

@@ -1,3 +1,5 @@
+import RevokerProvider
+
 /// One of Apple's Sign in with Apple endpoints.
 public enum AppleEndpoint: String, Sendable, Hashable, CaseIterable {
     case token = "/auth/token"

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import RevokerProvider
 
 /// Talks to Apple's Sign in with Apple REST endpoints over one shared, pooled HTTP client.
 ///

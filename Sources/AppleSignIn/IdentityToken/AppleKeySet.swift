@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import RevokerProvider
 
 /// Apple's signing keys from `{base}/auth/keys`, shared by everything Apple signs with them:
 /// identity tokens and server-to-server notifications.

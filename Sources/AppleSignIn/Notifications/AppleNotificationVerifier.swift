@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import RevokerProvider
 
 /// Verifies Apple's server-to-server notifications completely: the signature with Apple's key
 /// named by `kid` (RS256 only), then `iss` against a configured set, `aud` against the

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RevokerProvider
 
 /// One app as the worker serves it: its Apple identifiers and key, and its default `redirect_uri`.
 public struct AppleAppSettings: Sendable {

@@ -1,4 +1,5 @@
 import AppleSignIn
+import Logging
 import RevokerConfiguration
 import RevokerProvider
 import RevokerWorker
@@ -9,11 +10,7 @@ extension ProviderPlugin {
     static let apple = ProviderPlugin(
         name: .apple,
         make: { configuration, clients, logger in
-            let client = AppleClient(
-                clients: clients,
-                configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
-                logger: logger
-            )
+            let client = client(configuration, clients, logger)
             let keys = AppleKeySet(client: client)
             let provider: AppleProvider
             do {
@@ -33,6 +30,22 @@ extension ProviderPlugin {
             }
             return Parts(provider: provider, inboxes: [AppleNotificationInbox(verifier: verifier)])
         },
-        closedInboxes: [AppleNotificationInbox(verifier: nil)]
+        closedInboxes: [AppleNotificationInbox(verifier: nil)],
+        check: { configuration, clients, logger in
+            await AppleConfigurationCheck.run(
+                apps: configuration.apps,
+                baseURL: configuration.appleBaseURL,
+                clientSecretLifetime: configuration.worker.clientSecretLifetime,
+                online: clients.map { client(configuration, $0, logger) }
+            )
+        }
     )
+
+    static func client(_ configuration: RevokerConfiguration, _ clients: ProviderHTTPClients, _ logger: Logger) -> AppleClient {
+        AppleClient(
+            clients: clients,
+            configuration: .init(baseURL: configuration.appleBaseURL, timeout: configuration.worker.providerTimeout),
+            logger: logger
+        )
+    }
 }

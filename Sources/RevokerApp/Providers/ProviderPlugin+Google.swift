@@ -13,6 +13,18 @@ extension ProviderPlugin {
             let verifier = apps.isEmpty ? nil : GoogleSecurityEventVerifier(keys: GoogleKeySet.risc(client: client), apps: apps)
             return Parts(provider: GoogleProvider(apps: apps, client: client), inboxes: [GoogleSecurityEventInbox(verifier: verifier)])
         },
-        closedInboxes: [GoogleSecurityEventInbox(verifier: nil)]
+        closedInboxes: [GoogleSecurityEventInbox(verifier: nil)],
+        check: { configuration, clients, logger in
+            await GoogleConfigurationCheck.run(
+                apps: configuration.googleApps,
+                client: configuration.google,
+                online: clients.map {
+                    GoogleProvider(
+                        apps: configuration.googleApps.values,
+                        client: GoogleClient(clients: $0, configuration: configuration.google, logger: logger)
+                    )
+                }
+            )
+        }
     )
 }

@@ -21,6 +21,9 @@ struct ProviderPlugin: Sendable {
     /// Its inboxes when no provider is made (an API with nothing to ask a provider): their
     /// routes are served and receive nothing.
     var closedInboxes: [any ProviderInbox]
+    /// What `revoker check` finds of its apps; with pools, also the provider's verdicts
+    /// (`check --online`).
+    var check: @Sendable (RevokerConfiguration, ProviderHTTPClients?, Logger) async throws -> ProviderCheckReport
 
     /// Every provider this build serves: one line per provider.
     static let registered: [ProviderPlugin] = [.apple, .google]

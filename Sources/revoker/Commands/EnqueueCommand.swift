@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import RevokerApp
 import RevokerConfiguration
+import RevokerProvider
 import RevokerStore
 import RevokerWorker
 

@@ -6,6 +6,7 @@ import GoogleSignIn
 import GoogleSignInSandbox
 import Hummingbird
 import Logging
+import ProviderSandbox
 
 struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

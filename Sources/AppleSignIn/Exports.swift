@@ -1,2 +1,0 @@
-// The seam Apple implements, and the support it shares with other providers.
-@_exported import RevokerProvider
