@@ -3,6 +3,7 @@ import AppleSignInSandbox
 import Crypto
 import Foundation
 import GoogleSignIn
+import ProviderSandbox
 import RevokerConfiguration
 import RevokerEvidence
 import RevokerHTTP
