@@ -86,16 +86,7 @@ struct ConfigurationContractTests {
             let entry = example.value(at: path.dropLast())?.members ?? [:]
             let expected = setting.expected?(alternative, entry) ?? alternative
             let loaded = setting.read(configuration, entry)
-            if let knownIssue = setting.knownIssue {
-                withKnownIssue(Comment(rawValue: knownIssue)) {
-                    #expect(
-                        same(loaded, expected, unordered: setting.unordered),
-                        "\(pattern) set to \(alternative): the configuration holds \(loaded)"
-                    )
-                }
-            } else {
-                #expect(same(loaded, expected, unordered: setting.unordered), "\(pattern) set to \(alternative): the configuration holds \(loaded)")
-            }
+            #expect(same(loaded, expected, unordered: setting.unordered), "\(pattern) set to \(alternative): the configuration holds \(loaded)")
             tried += 1
         }
         #expect(tried >= 40, "the scalar settings of the example each have an alternative")
@@ -352,22 +343,17 @@ private struct Setting {
     var alternative: JSON?
     /// What `read` gives for a value of the file (the value itself unless given).
     var expected: ((JSON, _ entry: [String: JSON]) -> JSON)?
-    /// A known bug: the alternative does not arrive (recorded with `withKnownIssue`, so that the
-    /// fix shows as an unexpected pass and this is removed).
-    var knownIssue: String?
 
     init(
         unordered: Bool = false,
         alternative: JSON? = nil,
         expected: ((JSON, [String: JSON]) -> JSON)? = nil,
-        knownIssue: String? = nil,
         _ read: @escaping (RevokerConfiguration, [String: JSON]) -> JSON
     ) {
         self.read = read
         self.unordered = unordered
         self.alternative = alternative
         self.expected = expected
-        self.knownIssue = knownIssue
     }
 
     /// A Google app's audiences: its client_id first, then the ones listed (or none).
@@ -452,14 +438,8 @@ private struct Setting {
             "audit.checkpoint_interval_seconds": Setting(alternative: .number(15)) { c, _ in .seconds(c.audit.checkpointInterval) },
             "audit.witness_path": Setting { c, _ in .text(c.audit.witnessPath) },
 
-            // Documented: `false` answers 404 at /v1/apple/notifications. `load` turns the nil that
-            // `AppleNotificationsEntry.settings` returns for it back into the default settings
-            // (`try document.appleNotifications?.settings(…) ?? Settings(…)`), so receiving stays on.
-            "apple_notifications.enabled": Setting(
-                alternative: .bool(false),
-                knownIssue:
-                    "apple_notifications.enabled: false is ignored: `?? AppleNotificationVerifier.Settings(…)` in load replaces the nil it gives"
-            ) { c, _ in .bool(c.appleNotifications != nil) },
+            // Documented: `false` answers 404 at /v1/apple/notifications.
+            "apple_notifications.enabled": Setting(alternative: .bool(false)) { c, _ in .bool(c.appleNotifications != nil) },
             "apple_notifications.issuers": Setting(
                 unordered: true,
                 alternative: .array([.string("https://appleid.apple.com"), .string("https://account.apple.com")])
