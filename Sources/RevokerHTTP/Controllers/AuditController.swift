@@ -25,11 +25,11 @@ struct AuditController {
 
     func addRoutes(to group: RouterGroup<APIRequestContext>) {
         group.get("revocations/{id}/receipt") { request, context in try await receipt(request, context: context) }
-        group.get("audit") { request, _ in try await auditTrail(request) }
+        group.get("audit") { request, context in try await auditTrail(request, context: context) }
         group.get("audit/verify") { request, _ in try await verifyAudit(request) }
     }
 
-    func auditTrail(_ request: Request) async throws -> Response {
+    func auditTrail(_ request: Request, context: APIRequestContext) async throws -> Response {
         let caller = try keys.authorize(request, .auditRead)
         let query = try QueryInput(
             request,
@@ -57,7 +57,7 @@ struct AuditController {
         auditQuery.clientIDs = caller.filter
         let page: AuditPage
         do {
-            page = try await store { [audit, auditQuery] in try await audit.query(auditQuery) }
+            page = try await store { [audit, auditQuery, logger = context.logger] in try await audit.query(auditQuery, logger: logger) }
         } catch let error as RevokerStoreError where error.code == .invalidArgument {
             throw APIProblem.badRequest("The cursor is not one this API returned.", field: "cursor")
         }

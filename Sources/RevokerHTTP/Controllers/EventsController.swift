@@ -19,11 +19,11 @@ struct EventsController {
     let store: DatabaseDeadline
 
     func addRoutes(to group: RouterGroup<APIRequestContext>) {
-        group.get("events") { request, _ in try await eventFeed(request) }
-        group.get("events/deliveries") { request, _ in try await webhookDeliveries(request) }
+        group.get("events") { request, context in try await eventFeed(request, context: context) }
+        group.get("events/deliveries") { request, context in try await webhookDeliveries(request, context: context) }
     }
 
-    func eventFeed(_ request: Request) async throws -> Response {
+    func eventFeed(_ request: Request, context: APIRequestContext) async throws -> Response {
         let caller = try keys.authorize(request, .eventsRead)
         let query = try QueryInput(request, allowed: ["after", "client_id", "limit"])
         var cursor: EventCursor?
@@ -39,7 +39,9 @@ struct EventsController {
             clientIDs = [clientID]
         }
         let limit = try query.integer("limit", range: 1...1000) ?? 100
-        let events = try await store { [feed, cursor, clientIDs] in try await feed.events(after: cursor, clientIDs: clientIDs, limit: limit) }
+        let events = try await store { [feed, cursor, clientIDs, logger = context.logger] in
+            try await feed.events(after: cursor, clientIDs: clientIDs, limit: limit, logger: logger)
+        }
         // The cursor to continue from: the last event's, or the one given when nothing is new.
         let next = events.last?.cursor ?? cursor
         var headers: HTTPFields = [.contentType: "application/json"]
@@ -50,10 +52,10 @@ struct EventsController {
     }
 
     /// Where each webhook endpoint stands; a key limited to apps sees the endpoints that serve only its apps.
-    func webhookDeliveries(_ request: Request) async throws -> Response {
+    func webhookDeliveries(_ request: Request, context: APIRequestContext) async throws -> Response {
         let caller = try keys.authorize(request, .eventsRead)
         _ = try QueryInput(request, allowed: [])
-        let states = try await store { [deliveries] in try await deliveries.states() }.filter { state in
+        let states = try await store { [deliveries, logger = context.logger] in try await deliveries.states(logger: logger) }.filter { state in
             guard let reachable = caller.clientIDs else { return true }
             return webhookApps[state.endpoint].map { !$0.isEmpty && $0.isSubset(of: reachable) } ?? false
         }

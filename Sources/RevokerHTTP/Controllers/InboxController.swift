@@ -59,7 +59,9 @@ struct InboxController {
         }
         let receipt: MessageReceipt
         do {
-            receipt = try await withDeadline(databaseTimeout) { [messages] in try await messages.receive(message, into: inbox.table) }
+            receipt = try await withDeadline(databaseTimeout) { [messages, logger = context.logger] in
+                try await messages.receive(message, into: inbox.table, logger: logger)
+            }
         } catch {
             result("unavailable")
             throw error

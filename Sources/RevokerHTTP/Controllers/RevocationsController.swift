@@ -23,7 +23,7 @@ struct RevocationsController {
 
     func addRoutes(to group: RouterGroup<APIRequestContext>) {
         group.post("revocations") { request, context in try await enqueue(request, context: context) }
-        group.get("revocations") { request, _ in try await list(request) }
+        group.get("revocations") { request, context in try await list(request, context: context) }
         group.get("revocations/{id}") { request, context in try await show(request, context: context) }
         group.post("revocations/{id}/cancel") { request, context in try await cancel(request, context: context) }
         group.post("revocations/{id}/requeue") { request, context in try await requeue(request, context: context) }
@@ -87,7 +87,9 @@ struct RevocationsController {
         } catch let invalid as NewRevocation.Invalid {
             throw problem(.invalid(invalid), credential: credential, userField: userField)
         }
-        let result = try await store { [queue, new] in try await queue.enqueue(new, actor: "api:\(caller.name)") }
+        let result = try await store { [queue, new, logger = context.logger] in
+            try await queue.enqueue(new, actor: "api:\(caller.name)", logger: logger)
+        }
         switch result {
         case .created(let created):
             metrics.enqueued()
@@ -129,7 +131,7 @@ struct RevocationsController {
         }
     }
 
-    func list(_ request: Request) async throws -> Response {
+    func list(_ request: Request, context: APIRequestContext) async throws -> Response {
         let caller = try keys.authorize(request, .revocationsRead)
         let query = try QueryInput(
             request,
@@ -157,7 +159,7 @@ struct RevocationsController {
         )
         if let clientID = filter.clientID { try caller.require(clientID) }
         filter.clientIDs = caller.filter
-        let requests = try await store { [queue, filter] in try await queue.list(filter) }
+        let requests = try await store { [queue, filter, logger = context.logger] in try await queue.list(filter, logger: logger) }
         return try APIResponse.json(RevocationList(revocations: requests.map(RevocationView.init)))
     }
 
@@ -170,7 +172,7 @@ struct RevocationsController {
         let caller = try keys.authorize(request, .revocationsWrite)
         let id = try APIResponse.id(context)
         if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
-        switch try await store({ [queue] in try await queue.cancel(id: id, actor: "api:\(caller.name)") }) {
+        switch try await store({ [queue, logger = context.logger] in try await queue.cancel(id: id, actor: "api:\(caller.name)", logger: logger) }) {
         case .cancelled(let cancelled): return try APIResponse.json(RevocationView(cancelled))
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notCancellable(let existing):
@@ -182,7 +184,9 @@ struct RevocationsController {
         let caller = try keys.authorize(request, .admin)
         let id = try APIResponse.id(context)
         if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
-        switch try await store({ [queue] in try await queue.requeueConfigurationFailure(id: id, actor: "api:\(caller.name)") }) {
+        switch try await store({ [queue, logger = context.logger] in
+            try await queue.requeueConfigurationFailure(id: id, actor: "api:\(caller.name)", logger: logger)
+        }) {
         case .requeued(let requeued): return try APIResponse.json(RevocationView(requeued), status: .accepted)
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notRequeueable(let existing):

@@ -25,27 +25,28 @@ public struct AuditCheckpoints: Sendable {
     /// Throws ``RevokerStoreError/Code/historyRewritten`` when the stored checkpoints no longer
     /// extend the last one `signer` knows: it never signs over a rewritten history.
     @discardableResult
-    public func take(signer: AuditSigner) async throws -> AuditCheckpoint? {
+    public func take(signer: AuditSigner, logger: Logger? = nil) async throws -> AuditCheckpoint? {
+        let logger = logger ?? self.logger
         let checkpoint: AuditCheckpoint? = try await StoreDatabase.run(logger) {
-            try await self.client.withTransaction(logger: self.logger) { connection in
+            try await self.client.withTransaction(logger: logger) { connection in
                 let locked =
-                    try await connection.query("SELECT pg_try_advisory_xact_lock(\(Self.lockKey))", logger: self.logger)
+                    try await connection.query("SELECT pg_try_advisory_xact_lock(\(Self.lockKey))", logger: logger)
                     .collect().first?.decode(Bool.self) ?? false
                 guard locked else { return nil }
                 let known = signer.lastKnown
                 var stored: [AuditCheckpoint] = []
-                if let known { stored = try await Self.read("WHERE seq >= \(known.seq) ORDER BY seq", on: connection, logger: self.logger) }
-                let newest = try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: self.logger).first
+                if let known { stored = try await Self.read("WHERE seq >= \(known.seq) ORDER BY seq", on: connection, logger: logger) }
+                let newest = try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: logger).first
                 let last = try signer.history(stored, newest: newest, known: known)
                 let from = last?.txidTo ?? 0
-                let horizon = try await Self.horizon(on: connection, logger: self.logger)
+                let horizon = try await Self.horizon(on: connection, logger: logger)
                 let to = horizon.xmax
                 let open = horizon.open
                 // Left open by the last checkpoint and ended since: this one takes their rows.
                 let late = (last?.openTxids ?? []).filter { !open.contains($0) }
                 guard to > from || !late.isEmpty else { return nil }
                 var tree = MerkleTree.Builder()
-                let slice = try await Self.sliceRows(from: from, to: to, late: late, open: open, on: connection, logger: self.logger)
+                let slice = try await Self.sliceRows(from: from, to: to, late: late, open: open, on: connection, logger: logger)
                 for row in slice { tree.append(row.hash) }
                 guard tree.count > 0 else { return nil }
                 let checkpoint = try AuditCheckpoint(
@@ -69,9 +70,9 @@ public struct AuditCheckpoints: Sendable {
                             \(Data(checkpoint.previousHash)), \(Data(checkpoint.hash)), \(checkpoint.keyID),
                             \(Data(checkpoint.signature)), \(open.map(String.init))::text[]::xid8[], \(late.map(String.init))::text[]::xid8[])
                     """,
-                    logger: self.logger
+                    logger: logger
                 )
-                try await connection.run("SELECT revoker.audit_advance_heads()", logger: self.logger)
+                try await connection.run("SELECT revoker.audit_advance_heads()", logger: logger)
                 return checkpoint
             }
         }
@@ -93,14 +94,15 @@ public struct AuditCheckpoints: Sendable {
 
     /// Records that `signer` refused to sign, as a `checkpoint_refused` row of the `revoker`
     /// chain, which the outbox publishes to every app as `audit.checkpoint_refused`.
-    public func recordRefusal(_ refusal: AuditSigner.Refusal, actor: String) async throws {
+    public func recordRefusal(_ refusal: AuditSigner.Refusal, actor: String, logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
         try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
                 try await AuditWriter.write(
                     [AuditEvent(.checkpointRefused, detail: "\(refusal.code) \(refusal.message)")],
                     actor: actor,
                     on: connection,
-                    logger: self.logger
+                    logger: logger
                 )
             }
         }
@@ -156,10 +158,11 @@ public struct AuditCheckpoints: Sendable {
 
     /// The transactions that a checkpoint taken now would leave open, oldest first, with who
     /// holds them as far as this role may see (`pg_read_all_stats` shows every role's).
-    public func openTransactions() async throws -> [OpenTransaction] {
-        try await StoreDatabase.run(logger) {
+    public func openTransactions(logger: Logger? = nil) async throws -> [OpenTransaction] {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
-                let open = try await Self.horizon(on: connection, logger: self.logger).open
+                let open = try await Self.horizon(on: connection, logger: logger).open
                 guard !open.isEmpty else { return [] }
                 let rows = try await connection.query(
                     """
@@ -169,7 +172,7 @@ public struct AuditCheckpoints: Sendable {
                     LEFT JOIN pg_stat_activity a ON a.backend_xid::text = t.txid
                     ORDER BY a.xact_start NULLS LAST, t.txid::xid8
                     """,
-                    logger: self.logger
+                    logger: logger
                 ).collect()
                 return try rows.map { row in
                     let cells = try row.decode((String, Int32?, String?, String?, String?, String?, Double?).self)
@@ -188,19 +191,21 @@ public struct AuditCheckpoints: Sendable {
     }
 
     /// Every stored checkpoint, in order.
-    public func all() async throws -> [AuditCheckpoint] {
-        try await StoreDatabase.run(logger) {
+    public func all(logger: Logger? = nil) async throws -> [AuditCheckpoint] {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
-                try await Self.read("ORDER BY seq", on: connection, logger: self.logger)
+                try await Self.read("ORDER BY seq", on: connection, logger: logger)
             }
         }
     }
 
     /// The newest stored checkpoint.
-    public func newest() async throws -> AuditCheckpoint? {
-        try await StoreDatabase.run(logger) {
+    public func newest(logger: Logger? = nil) async throws -> AuditCheckpoint? {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
-                try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: self.logger).first
+                try await Self.read("ORDER BY seq DESC LIMIT 1", on: connection, logger: logger).first
             }
         }
     }

@@ -18,7 +18,8 @@ public struct AuditLog: Sendable {
     /// Events are timestamped with the database's `clock_timestamp()` when inserted; a
     /// transaction that commits late can insert rows "behind" a cursor, so tail the log with
     /// a small overlap if completeness while writers are active matters.
-    public func query(_ query: AuditQuery) async throws -> AuditPage {
+    public func query(_ query: AuditQuery, logger: Logger? = nil) async throws -> AuditPage {
+        let logger = logger ?? self.logger
         guard (1...1000).contains(query.limit) else {
             throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
         }
@@ -74,8 +75,8 @@ public struct AuditLog: Sendable {
 
         var records: [AuditRecord] = []
         var micros: [Int64] = []
-        let rows = try await StoreDatabase.run(self.logger) {
-            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: self.logger).collect()
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).collect()
         }
         for row in rows {
             let cells = try row.decode(

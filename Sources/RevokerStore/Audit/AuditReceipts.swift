@@ -15,12 +15,13 @@ public struct AuditReceipts: Sendable {
 
     /// The receipt of request `id`, or nil when the trail has no row of it. Takes checkpoints
     /// until every row of the request is under one (at most `wait`).
-    public func issue(requestID id: UUID, signer: AuditSigner, wait: Duration = .seconds(30)) async throws -> AuditReceipt? {
+    public func issue(requestID id: UUID, signer: AuditSigner, wait: Duration = .seconds(30), logger: Logger? = nil) async throws -> AuditReceipt? {
+        let logger = logger ?? self.logger
         let chain = id.uuidString.lowercased()
         let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 "SELECT \(unescaped: AuditVerifier.rowColumns) FROM revoker.audit_events WHERE chain_key = \(chain) ORDER BY chain_seq",
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         guard !rows.isEmpty else { return nil }
@@ -81,8 +82,9 @@ public struct AuditReceipts: Sendable {
     }
 
     /// The newest request with `reference` (of `clientID`, when given).
-    public func request(reference: String, clientID: String?) async throws -> UUID? {
-        try await StoreDatabase.run(logger) {
+    public func request(reference: String, clientID: String?, logger: Logger? = nil) async throws -> UUID? {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
                 SELECT request_id FROM revoker.audit_events
@@ -90,7 +92,7 @@ public struct AuditReceipts: Sendable {
                   AND (\(clientID)::text IS NULL OR client_id = \(clientID)::text)
                 ORDER BY id DESC LIMIT 1
                 """,
-                logger: self.logger
+                logger: logger
             ).collect().first?.decode(UUID.self)
         }
     }

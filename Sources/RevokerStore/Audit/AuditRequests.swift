@@ -97,7 +97,8 @@ public struct AuditRequests: Sendable {
         """
 
     /// Requests matching `search`, newest first, paged on (enqueued time, row id).
-    public func search(_ search: AuditRequestSearch) async throws -> AuditRequestPage {
+    public func search(_ search: AuditRequestSearch, logger: Logger? = nil) async throws -> AuditRequestPage {
+        let logger = logger ?? self.logger
         guard (1...1000).contains(search.limit) else {
             throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
         }
@@ -133,7 +134,7 @@ public struct AuditRequests: Sendable {
             LIMIT \(search.limit + 1)
             """
         let rows = try await StoreDatabase.run(logger) {
-            try await self.client.query(sql, logger: self.logger).collect()
+            try await self.client.query(sql, logger: logger).collect()
         }
         var found: [(summary: AuditRequestSummary, id: Int64, micros: Int64)] = []
         for row in rows {
@@ -161,7 +162,8 @@ public struct AuditRequests: Sendable {
     }
 
     /// Requests that failed since `since`, counted by outcome, most frequent first.
-    public func failures(since: Date, clientIDs: [String]? = nil) async throws -> [(outcome: String, count: Int)] {
+    public func failures(since: Date, clientIDs: [String]? = nil, logger: Logger? = nil) async throws -> [(outcome: String, count: Int)] {
+        let logger = logger ?? self.logger
         let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
@@ -171,7 +173,7 @@ public struct AuditRequests: Sendable {
                   AND (\(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[]))
                 GROUP BY 1 ORDER BY 2 DESC, 1
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         return try rows.map { row in

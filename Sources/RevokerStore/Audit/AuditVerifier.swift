@@ -26,12 +26,14 @@ public struct AuditVerifier: Sendable {
         since: Date? = nil,
         clientID: String? = nil,
         keys: [AuditPublicKey],
-        witnessed: [AuditCheckpoint] = []
+        witnessed: [AuditCheckpoint] = [],
+        logger: Logger? = nil
     ) async throws -> AuditVerification {
-        try await StoreDatabase.run(logger) {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             var problems: [AuditProblem] = []
             let genesis = try await self.genesis()
-            let checkpoints = try await AuditCheckpoints(client: self.client, logger: self.logger).all()
+            let checkpoints = try await AuditCheckpoints(client: self.client, logger: logger).all()
             problems += Self.checkLinks(checkpoints, keys: keys)
             // A witness's checkpoint signed by a key not given proves nothing either way.
             let (signed, unsigned) = (witnessed.filter { $0.isSigned(byOneOf: keys) }, witnessed.filter { !$0.isSigned(byOneOf: keys) })

@@ -27,17 +27,18 @@ public struct Migrator: Sendable {
 
     /// Applies every pending migration; returns the versions it applied.
     @discardableResult
-    public func migrate() async throws -> [Int] {
-        try await StoreDatabase.run(self.logger) {
+    public func migrate(logger: Logger? = nil) async throws -> [Int] {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
-                try await connection.run("SELECT pg_advisory_lock(\(Self.lockKey))", logger: self.logger)
+                try await connection.run("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
                 do {
                     let applied = try await self.apply(on: connection)
-                    try await connection.run("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: self.logger)
+                    try await connection.run("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                     return applied
                 } catch {
                     // Closing is the only safe way to drop a session lock after an unknown failure.
-                    _ = try? await connection.run("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: self.logger)
+                    _ = try? await connection.run("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
                     throw error
                 }
             }
@@ -45,14 +46,16 @@ public struct Migrator: Sendable {
     }
 
     /// Migrations not yet applied (empty when the schema is current).
-    public func pendingMigrations() async throws -> [Migration] {
+    public func pendingMigrations(logger: Logger? = nil) async throws -> [Migration] {
+        let logger = logger ?? self.logger
         let applied = try await self.appliedMigrations()
         try self.verify(applied)
         return self.migrations.filter { applied[$0.version] == nil }
     }
 
     /// Whether all embedded migrations are applied with matching checksums.
-    public func isCurrent() async throws -> Bool {
+    public func isCurrent(logger: Logger? = nil) async throws -> Bool {
+        let logger = logger ?? self.logger
         do {
             return try await self.pendingMigrations().isEmpty
         } catch let error as RevokerStoreError where error.code == .migrationChecksumMismatch || error.code == .unknownMigration {

@@ -20,7 +20,8 @@ public struct ProviderMessages: Sendable {
     /// Stores `message` in `table` unless its `jti` is there already.
     ///
     /// Returns once committed: only then may the sender be told that it was received.
-    public func receive(_ message: ProviderMessage, into table: ProviderMessageTable) async throws -> MessageReceipt {
+    public func receive(_ message: ProviderMessage, into table: ProviderMessageTable, logger: Logger? = nil) async throws -> MessageReceipt {
+        let logger = logger ?? self.logger
         guard let kind = AuditEventKind(rawValue: table.auditEvent) else {
             throw RevokerStoreError(.invalidArgument, "'\(table.auditEvent)' is not an audit event the trail knows")
         }
@@ -64,7 +65,8 @@ public struct ProviderMessages: Sendable {
     }
 
     /// How many messages `table` holds (for status and tests).
-    public func count(in table: ProviderMessageTable) async throws -> Int {
+    public func count(in table: ProviderMessageTable, logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
         guard Self.isIdentifier(table.name) else {
             throw RevokerStoreError(.invalidArgument, "a provider's message table is not a plain SQL name")
         }

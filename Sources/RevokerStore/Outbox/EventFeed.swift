@@ -19,7 +19,9 @@ public struct EventFeed: Sendable {
 
     /// Up to `limit` events after `cursor` (from the start when nil), oldest first; only the
     /// apps in `clientIDs` when given.
-    public func events(after cursor: EventCursor?, clientIDs: [String]? = nil, limit: Int = 100) async throws -> [OutboxEvent] {
+    public func events(after cursor: EventCursor?, clientIDs: [String]? = nil, limit: Int = 100, logger: Logger? = nil) async throws -> [OutboxEvent]
+    {
+        let logger = logger ?? self.logger
         guard (1...1000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000") }
         let transaction = cursor.map { String($0.transaction) }
         let position = cursor?.position
@@ -71,8 +73,9 @@ public struct EventFeed: Sendable {
 
 extension EventFeed {
     /// Listens for new events for the duration of `body` (hints only: poll as well).
-    public func withWakeUps<Result: Sendable>(_ body: @Sendable (WakeUps) async throws -> Result) async throws -> Result {
-        try await client.withConnection { connection in
+    public func withWakeUps<Result: Sendable>(_ body: @Sendable (WakeUps) async throws -> Result, logger: Logger? = nil) async throws -> Result {
+        let logger = logger ?? self.logger
+        return try await client.withConnection { connection in
             try await connection.listen(on: Self.wakeUpChannel) { notifications in
                 try await body(WakeUps(base: notifications))
             }
@@ -81,7 +84,8 @@ extension EventFeed {
 
     /// Whether events after `cursor` (only `clientIDs`' when given) have committed, readable yet
     /// or still behind a transaction that is open.
-    public func hasCommittedEvents(after cursor: EventCursor?, clientIDs: [String]? = nil) async throws -> Bool {
+    public func hasCommittedEvents(after cursor: EventCursor?, clientIDs: [String]? = nil, logger: Logger? = nil) async throws -> Bool {
+        let logger = logger ?? self.logger
         let transaction = cursor.map { String($0.transaction) }
         let position = cursor?.position
         return try await StoreDatabase.run(logger) {
@@ -102,8 +106,9 @@ extension EventFeed {
     /// Retention: deletes the events that occurred before `occurredBefore` and that every one of
     /// `endpoints` (the webhook endpoints configured now) has received. Returns how many.
     @discardableResult
-    public func prune(occurredBefore: Date, keepingFor endpoints: [String]) async throws -> Int {
-        try await StoreDatabase.run(logger) {
+    public func prune(occurredBefore: Date, keepingFor endpoints: [String], logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             let rows = try await client.query(
                 "SELECT revoker.prune_events(\(occurredBefore), \(endpoints)::text[])::int",
                 logger: logger

@@ -19,7 +19,8 @@ public struct WebhookDeliveries: Sendable {
 
     /// Adds the endpoints not known yet. A new endpoint starts after the newest event readers
     /// can see now, or from the first event when `fromStart`.
-    public func register(_ endpoints: [String], fromStart: Bool) async throws {
+    public func register(_ endpoints: [String], fromStart: Bool, logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
         guard !endpoints.isEmpty else { return }
         _ = try await StoreDatabase.run(logger) {
             try await client.query(
@@ -40,7 +41,8 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// Takes the endpoint's lease when nobody holds a current one and its next attempt is due.
-    public func lease(_ endpoint: String, owner: String, duration: Duration) async throws -> DeliveryLease? {
+    public func lease(_ endpoint: String, owner: String, duration: Duration, logger: Logger? = nil) async throws -> DeliveryLease? {
+        let logger = logger ?? self.logger
         let ms = duration.milliseconds
         return try await StoreDatabase.run(logger) {
             let rows = try await client.query(
@@ -69,7 +71,14 @@ public struct WebhookDeliveries: Sendable {
 
     /// The endpoint took the event at `cursor` (2xx): the cursor moves there, failures are
     /// forgotten, and the lease runs `extend` longer. False when the lease is no longer current.
-    public func delivered(_ lease: DeliveryLease, through cursor: EventCursor, status: Int, extend: Duration) async throws -> Bool {
+    public func delivered(
+        _ lease: DeliveryLease,
+        through cursor: EventCursor,
+        status: Int,
+        extend: Duration,
+        logger: Logger? = nil
+    ) async throws -> Bool {
+        let logger = logger ?? self.logger
         let (txid, ms) = (String(cursor.transaction), extend.milliseconds)
         return try await applied(
             """
@@ -85,7 +94,15 @@ public struct WebhookDeliveries: Sendable {
 
     /// The endpoint refused or could not be reached: the next attempt waits `delay`, and the
     /// endpoint is parked once it has failed for `parkAfter`. Releases the lease.
-    public func failed(_ lease: DeliveryLease, status: Int?, error: String, delay: Duration, parkAfter: Duration) async throws -> Bool {
+    public func failed(
+        _ lease: DeliveryLease,
+        status: Int?,
+        error: String,
+        delay: Duration,
+        parkAfter: Duration,
+        logger: Logger? = nil
+    ) async throws -> Bool {
+        let logger = logger ?? self.logger
         let (delayMs, parkMs) = (delay.milliseconds, parkAfter.milliseconds)
         let error = String(error.prefix(300))
         return try await applied(
@@ -105,8 +122,9 @@ public struct WebhookDeliveries: Sendable {
 
     /// Gives the lease back (nothing left to send, or shutting down).
     @discardableResult
-    public func release(_ lease: DeliveryLease) async throws -> Bool {
-        try await applied(
+    public func release(_ lease: DeliveryLease, logger: Logger? = nil) async throws -> Bool {
+        let logger = logger ?? self.logger
+        return try await applied(
             """
             UPDATE revoker.webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
             WHERE endpoint = \(lease.endpoint) AND fencing_token = \(lease.fencingToken) AND lease_owner = \(lease.owner)
@@ -123,8 +141,9 @@ public struct WebhookDeliveries: Sendable {
     }
 
     /// Every endpoint's state, by name.
-    public func states() async throws -> [DeliveryState] {
-        try await StoreDatabase.run(logger) {
+    public func states(logger: Logger? = nil) async throws -> [DeliveryState] {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             let rows = try await client.query(
                 """
                 SELECT endpoint, cursor_txid::text, cursor_position, delivered, attempts, next_attempt_at, failing_since,

@@ -12,7 +12,8 @@ extension RevocationQueue {
     /// A request whose credential cannot be opened (unknown key id, tampered) is not returned:
     /// it goes back to pending an hour later with error `credential_unreadable`, so one bad row
     /// cannot block the queue.
-    public func claim(batch: Int, lease: Duration, owner: String) async throws -> [ClaimedRevocation] {
+    public func claim(batch: Int, lease: Duration, owner: String, logger: Logger? = nil) async throws -> [ClaimedRevocation] {
+        let logger = logger ?? self.logger
         guard (1...10_000).contains(batch) else {
             throw RevokerStoreError(.invalidArgument, "batch must be between 1 and 10000")
         }
@@ -22,8 +23,8 @@ extension RevocationQueue {
             throw RevokerStoreError(.invalidArgument, "the lease must be positive")
         }
         let claimedEvent = try AuditWriter.json([AuditEvent(.claimed)])
-        return try await StoreDatabase.run(self.logger) {
-            try await self.client.withTransaction(logger: self.logger) { connection in
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
                     """
                     -- Paused apps are excluded through an InitPlan array, not NOT EXISTS: the anti-join's
@@ -74,7 +75,7 @@ extension RevocationQueue {
                     ) u ON true
                     ORDER BY (claimed.credential_kind <> 'authorization_code'), claimed.run_after, claimed.id
                     """,
-                    logger: self.logger
+                    logger: logger
                 ).collect()
 
                 var result: [ClaimedRevocation] = []
@@ -103,7 +104,7 @@ extension RevocationQueue {
                             throw RevokerStoreError(.unexpectedData, "the request has no stored credential")
                         }
                     } catch let error as RevokerStoreError {
-                        self.logger.error(
+                        logger.error(
                             "Claimed request has an unreadable credential; deferring it",
                             metadata: ["revoker.request.id": "\(request.id)", "revoker.error": "\(error.code)"]
                         )
@@ -115,14 +116,14 @@ extension RevocationQueue {
                                 last_error_description = \(error.message), updated_at = now()
                             WHERE id = \(request.id)
                             """,
-                            logger: self.logger
+                            logger: logger
                         )
                         try await AuditWriter.write(
                             [AuditEvent(.retryScheduled, detail: "credential cannot be opened (\(error.code)); retry in 1 hour")],
                             requestID: request.id,
                             actor: owner,
                             on: connection,
-                            logger: self.logger
+                            logger: logger
                         )
                         continue
                     }

@@ -6,10 +6,10 @@ extension RevocationQueue {
     /// Enqueues a revocation. A replay for a live request with the same credential returns
     /// `.existing`; a different credential or kind throws ``RevokerStoreError/Code/conflict``.
     /// `new` was checked when it was made (``NewRevocation``).
-    public func enqueue(_ new: NewRevocation, actor: String) async throws -> EnqueueResult {
+    public func enqueue(_ new: NewRevocation, actor: String, logger: Logger? = nil) async throws -> EnqueueResult {
         try Self.validateActor(actor)
         let digest = new.credential.digest
-        var logger = self.logger
+        var logger = logger ?? self.logger
         logger[metadataKey: "revoker.client_id"] = "\(new.clientID)"
 
         for _ in 0..<10 {

@@ -6,11 +6,12 @@ extension RevocationQueue {
     /// Seals every credential waiting in the SQL intake (call on every worker wake-up);
     /// returns how many were sealed.
     @discardableResult
-    public func sealIntake(batch: Int = 500) async throws -> Int {
+    public func sealIntake(batch: Int = 500, logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
         var total = 0
         while true {
-            let (read, sealed): (Int, Int) = try await StoreDatabase.run(self.logger) {
-                try await self.client.withTransaction(logger: self.logger) { connection in
+            let (read, sealed): (Int, Int) = try await StoreDatabase.run(logger) {
+                try await self.client.withTransaction(logger: logger) { connection in
                     let rows = try await connection.query(
                         """
                         SELECT i.request_id, i.credential, i.key_id, i.sealed, r.credential_kind
@@ -19,7 +20,7 @@ extension RevocationQueue {
                         LIMIT \(batch)
                         FOR UPDATE OF i, r SKIP LOCKED
                         """,
-                        logger: self.logger
+                        logger: logger
                     ).collect()
                     var opened = 0
                     for row in rows {
@@ -34,7 +35,7 @@ extension RevocationQueue {
                             credential = try self.open(intake, kind: kind)
                         } catch let error as RevokerStoreError {
                             // Left for the claim, which defers the request and says why.
-                            self.logger.error(
+                            logger.error(
                                 "Intake credential cannot be opened",
                                 metadata: ["revoker.request.id": "\(id)", "revoker.error": "\(error.code)"]
                             )
@@ -51,7 +52,7 @@ extension RevocationQueue {
             if read < batch || sealed == 0 { break }
         }
         if total > 0 {
-            self.logger.debug("Sealed intake credentials", metadata: ["revoker.count": "\(total)"])
+            logger.debug("Sealed intake credentials", metadata: ["revoker.count": "\(total)"])
         }
         return total
     }
@@ -111,23 +112,24 @@ extension RevocationQueue {
     /// apps `revoker.enqueue_revocation` accepts (others are removed; none given changes
     /// nothing), and the intake keys' public halves are published, the last as the one to
     /// encrypt to.
-    public func publishSQLIntake(clientIDs: some Collection<String>) async throws {
+    public func publishSQLIntake(clientIDs: some Collection<String>, logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
         let keys = sealer.intakeKeys
-        try await StoreDatabase.run(self.logger) {
-            try await self.client.withTransaction(logger: self.logger) { connection in
+        try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: logger) { connection in
                 // A process configured without apps (`migrate` with a database URL alone) leaves the list as it is.
                 let apps = Array(clientIDs)
                 if !apps.isEmpty {
-                    try await connection.run("DELETE FROM revoker.apps WHERE client_id <> ALL(\(apps)::text[])", logger: self.logger)
+                    try await connection.run("DELETE FROM revoker.apps WHERE client_id <> ALL(\(apps)::text[])", logger: logger)
                     try await connection.run(
                         "INSERT INTO revoker.apps (client_id) SELECT unnest(\(apps)::text[]) ON CONFLICT (client_id) DO NOTHING",
-                        logger: self.logger
+                        logger: logger
                     )
                 }
                 guard let current = keys.last else { return }
                 try await connection.run(
                     "UPDATE revoker.intake_keys SET is_current = false WHERE is_current AND key_id <> \(current.id)",
-                    logger: self.logger
+                    logger: logger
                 )
                 for key in keys {
                     try await connection.run(
@@ -136,7 +138,7 @@ extension RevocationQueue {
                         VALUES (\(key.id), \(ByteBuffer(bytes: key.openPGPPublicKey)), \(key.id == current.id))
                         ON CONFLICT (key_id) DO UPDATE SET is_current = EXCLUDED.is_current
                         """,
-                        logger: self.logger
+                        logger: logger
                     )
                 }
             }

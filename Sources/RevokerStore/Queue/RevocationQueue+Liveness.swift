@@ -25,8 +25,10 @@ extension RevocationQueue {
     public func withWorkerSession<Result: Sendable>(
         owner: String,
         registered: @Sendable () -> Void,
-        _ body: @Sendable (WakeUps) async throws -> Result
+        _ body: @Sendable (WakeUps) async throws -> Result,
+        logger: Logger? = nil
     ) async throws -> Result {
+        let logger = logger ?? self.logger
         try Self.validateActor(owner)
         return try await self.client.withConnection { connection in
             let outcome: Swift.Result<Result, any Error>
@@ -70,9 +72,10 @@ extension RevocationQueue {
 
     /// Publishes the calls per second `owner` made to each app (migration 0012) and returns the
     /// number of live registered workers (at least one), among which outbound rate limits are shared.
-    public func reportCallRates(owner: String, rates: [String: Double]) async throws -> Int {
+    public func reportCallRates(owner: String, rates: [String: Double], logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
         let json = String(decoding: try JSONEncoder().encode(rates.mapValues { ($0 * 100).rounded() / 100 }), as: UTF8.self)
-        let rows = try await StoreDatabase.run(self.logger) {
+        let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
                 WITH me AS (
@@ -80,7 +83,7 @@ extension RevocationQueue {
                 )
                 SELECT count(*)::int FROM revoker.workers WHERE lock_lost_at IS NULL
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         return max(1, try rows.first?.decode(Int.self) ?? 1)
@@ -88,15 +91,16 @@ extension RevocationQueue {
 
     /// The calls per second all live workers made to each app, as they last published them
     /// (within the last ten seconds).
-    public func observedCallRates() async throws -> [String: Double] {
-        let rows = try await StoreDatabase.run(self.logger) {
+    public func observedCallRates(logger: Logger? = nil) async throws -> [String: Double] {
+        let logger = logger ?? self.logger
+        let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
                 SELECT rate.key, sum(rate.value::float8) FROM revoker.workers w, jsonb_each_text(w.call_rates) rate
                 WHERE w.lock_lost_at IS NULL AND w.call_rates_at > now() - interval '10 seconds'
                 GROUP BY rate.key
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         var rates: [String: Double] = [:]
@@ -109,16 +113,18 @@ extension RevocationQueue {
 
     /// Wakes every listening worker (`revoker_requests`), as an enqueue does: for requests a
     /// worker handed back that others may take at once.
-    public func wakeWorkers() async throws {
-        try await StoreDatabase.run(self.logger) {
-            _ = try await self.client.query("SELECT pg_notify('revoker_requests', '')", logger: self.logger).collect()
+    public func wakeWorkers(logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
+        try await StoreDatabase.run(logger) {
+            _ = try await self.client.query("SELECT pg_notify('revoker_requests', '')", logger: logger).collect()
         }
     }
 
     /// Removes `owner` from the registered workers (at a clean stop, after its session ended).
-    public func unregisterWorker(owner: String) async throws {
-        try await StoreDatabase.run(self.logger) {
-            _ = try await self.client.query("DELETE FROM revoker.workers WHERE owner = \(owner)", logger: self.logger).collect()
+    public func unregisterWorker(owner: String, logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
+        try await StoreDatabase.run(logger) {
+            _ = try await self.client.query("DELETE FROM revoker.workers WHERE owner = \(owner)", logger: logger).collect()
         }
     }
 }

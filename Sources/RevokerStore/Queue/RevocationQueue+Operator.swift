@@ -4,9 +4,9 @@ import PostgresNIO
 
 extension RevocationQueue {
     /// Cancels a pending request: final `cancelled`, credential erased, audited.
-    public func cancel(id: UUID, actor: String) async throws -> CancelResult {
+    public func cancel(id: UUID, actor: String, logger: Logger? = nil) async throws -> CancelResult {
+        let logger = logger ?? self.logger
         try Self.validateActor(actor)
-        let logger = self.logger
         return try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
@@ -49,13 +49,15 @@ extension RevocationQueue {
     /// set) and the old row's credential is erased. Skips a request whose external reference
     /// already has a live request. Call after fixing the app's configuration (and `resumeApp`).
     @discardableResult
-    public func requeueConfigurationFailures(clientID: String, actor: String) async throws -> Int {
-        try await requeue(clientID: clientID, only: nil, actor: actor).count
+    public func requeueConfigurationFailures(clientID: String, actor: String, logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
+        return try await requeue(clientID: clientID, only: nil, actor: actor).count
     }
 
     /// Requeues one request that failed with ``RevocationOutcome/clientMisconfigured``, as
     /// ``requeueConfigurationFailures(clientID:actor:)`` does for a whole app.
-    public func requeueConfigurationFailure(id: UUID, actor: String) async throws -> RequeueResult {
+    public func requeueConfigurationFailure(id: UUID, actor: String, logger: Logger? = nil) async throws -> RequeueResult {
+        let logger = logger ?? self.logger
         guard let request = try await self.request(id: id) else { return .notFound }
         guard request.state == .failed, request.outcome == .clientMisconfigured, request.hasCredential,
             let newID = try await requeue(clientID: request.clientID, only: id, actor: actor).first,

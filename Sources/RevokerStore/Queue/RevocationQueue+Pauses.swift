@@ -6,10 +6,10 @@ import RevokerProvider
 extension RevocationQueue {
     /// Pauses an app (its requests are not claimed) after a configuration fault; the worker
     /// probes again after `probeAfter`. Re-pausing updates the reason and probe time.
-    public func pauseApp(clientID: String, reason: ErrorDetail, probeAfter: Duration, actor: String = "worker") async throws {
+    public func pauseApp(clientID: String, reason: ErrorDetail, probeAfter: Duration, actor: String = "worker", logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
         try Self.validateActor(actor)
         let ms = max(0, probeAfter.milliseconds)
-        let logger = self.logger
         try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
                 try await connection.run(
@@ -37,9 +37,9 @@ extension RevocationQueue {
 
     /// Resumes a paused app. Returns false if it was not paused.
     @discardableResult
-    public func resumeApp(clientID: String, actor: String = "worker") async throws -> Bool {
+    public func resumeApp(clientID: String, actor: String = "worker", logger: Logger? = nil) async throws -> Bool {
+        let logger = logger ?? self.logger
         try Self.validateActor(actor)
-        let logger = self.logger
         return try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
@@ -54,11 +54,12 @@ extension RevocationQueue {
     }
 
     /// Currently paused apps.
-    public func pausedApps() async throws -> [AppPause] {
-        let rows = try await StoreDatabase.run(self.logger) {
+    public func pausedApps(logger: Logger? = nil) async throws -> [AppPause] {
+        let logger = logger ?? self.logger
+        let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 "SELECT client_id, reason_code, reason_description, paused_at, next_probe_at FROM revoker.app_pauses ORDER BY client_id",
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         return try rows.map { row in

@@ -6,8 +6,9 @@ extension RevocationQueue {
     /// Counts by state and outcome, the oldest due request's age, paused apps and unsealed
     /// intake rows; of `clientIDs` only when given (an API key's limit). Scans the requests
     /// table: call it for metrics every few seconds, not per request.
-    public func statistics(clientIDs: [String]? = nil) async throws -> QueueStatistics {
-        try await StoreDatabase.run(self.logger) {
+    public func statistics(clientIDs: [String]? = nil, logger: Logger? = nil) async throws -> QueueStatistics {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             var byState: [RevocationState: Int] = [:]
             var byOutcome: [QueueStatistics.Outcome: Int] = [:]
             for row in try await self.client.query(
@@ -16,7 +17,7 @@ extension RevocationQueue {
                 WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])
                 GROUP BY state, outcome
                 """,
-                logger: self.logger
+                logger: logger
             ).collect() {
                 let (rawState, rawOutcome, count) = try row.decode((String, String?, Int).self)
                 guard let state = RevocationState(rawValue: rawState) else { continue }
@@ -31,7 +32,7 @@ extension RevocationQueue {
                          FROM revoker.revocation_requests WHERE state = 'pending' AND run_after <= now()
                           AND (\(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[]))
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
             let ageMilliseconds = try rows.first?.decode(Int64.self) ?? 0
             let counts = try await self.client.query(
@@ -40,7 +41,7 @@ extension RevocationQueue {
                         WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])),
                        (SELECT count(*)::int FROM revoker.credential_intake)
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
             let (paused, intake) = try counts.first?.decode((Int, Int).self) ?? (0, 0)
             return QueueStatistics(
@@ -54,8 +55,9 @@ extension RevocationQueue {
     }
 
     /// What is left in the queue: requests not final yet, those of paused apps, paused apps.
-    public func remainder() async throws -> QueueRemainder {
-        let rows = try await StoreDatabase.run(self.logger) {
+    public func remainder(logger: Logger? = nil) async throws -> QueueRemainder {
+        let logger = logger ?? self.logger
+        let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
                 SELECT count(*)::int,
@@ -64,7 +66,7 @@ extension RevocationQueue {
                 FROM revoker.revocation_requests r LEFT JOIN revoker.app_pauses p ON p.client_id = r.client_id
                 WHERE r.state IN ('pending', 'running')
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         let (waiting, paused, apps) = try rows.first?.decode((Int, Int, Int).self) ?? (0, 0, 0)
@@ -72,8 +74,9 @@ extension RevocationQueue {
     }
 
     /// One request by id (without its credential), or nil.
-    public func request(id: UUID) async throws -> RevocationRequest? {
-        try await StoreDatabase.run(self.logger) {
+    public func request(id: UUID, logger: Logger? = nil) async throws -> RevocationRequest? {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
                 try await self.request(id: id, on: connection)
             }
@@ -89,7 +92,8 @@ extension RevocationQueue {
     }
 
     /// Requests matching `filter`, newest first.
-    public func list(_ filter: RevocationFilter) async throws -> [RevocationRequest] {
+    public func list(_ filter: RevocationFilter, logger: Logger? = nil) async throws -> [RevocationRequest] {
+        let logger = logger ?? self.logger
         guard (1...1000).contains(filter.limit) else {
             throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
         }
@@ -125,8 +129,8 @@ extension RevocationQueue {
         }
         binds.append(filter.limit)
         sql += " ORDER BY r.created_at DESC, r.id DESC LIMIT $\(binds.count)"
-        let rows = try await StoreDatabase.run(self.logger) {
-            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: self.logger).collect()
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).collect()
         }
         return try rows.map(Self.decodeRequest)
     }
@@ -134,8 +138,9 @@ extension RevocationQueue {
     /// Deletes final requests that finished before `finishedBefore` (retention). Audit rows
     /// are never deleted. Returns the number of requests deleted.
     @discardableResult
-    public func prune(finishedBefore: Date) async throws -> Int {
-        let rows = try await StoreDatabase.run(self.logger) {
+    public func prune(finishedBefore: Date, logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
+        let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
                 WITH deleted AS (
@@ -144,7 +149,7 @@ extension RevocationQueue {
                     RETURNING 1
                 ) SELECT count(*)::int FROM deleted
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         return try rows.first?.decode(Int.self) ?? 0

@@ -23,19 +23,20 @@ extension RevocationQueue {
     /// workers whose liveness lock has been free for `confirmation`
     /// (`RevocationQueue+Liveness.swift`). The attempt stays counted, so a request that keeps
     /// crashing workers exhausts.
-    public func rescue(confirmation: Duration = RevocationQueue.livenessConfirmation) async throws -> RescueResult {
+    public func rescue(confirmation: Duration = RevocationQueue.livenessConfirmation, logger: Logger? = nil) async throws -> RescueResult {
+        let logger = logger ?? self.logger
         let expired = try AuditWriter.json([AuditEvent(.rescued, detail: "lease expired")])
         let gone = try AuditWriter.json([AuditEvent(.rescued, detail: "its worker is gone (liveness lock free)")])
         let confirmationMilliseconds = confirmation.milliseconds
-        let rows = try await StoreDatabase.run(self.logger) {
-            try await self.client.withTransaction(logger: self.logger) { connection in
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: logger) { connection in
                 // Owners whose lock nobody holds become suspects; the try-locks last until commit.
                 try await connection.run(
                     """
                     UPDATE revoker.workers SET lock_lost_at = now()
                     WHERE lock_lost_at IS NULL AND pg_try_advisory_xact_lock(\(Self.workerLockNamespace), revoker.worker_lock(owner))
                     """,
-                    logger: self.logger
+                    logger: logger
                 )
                 return try await connection.query(
                     """
@@ -74,14 +75,14 @@ extension RevocationQueue {
                               AND w.owner NOT IN (SELECT owner FROM dead))::int AS awaiting,
                            (SELECT count(*) FROM woken)::int AS woken
                     """,
-                    logger: self.logger
+                    logger: logger
                 ).collect()
             }
         }
         guard let row = rows.first else { throw RevokerStoreError(.unexpectedData, "the rescue returned no row") }
         let (rescued, awaiting, _) = try row.decode((Int, Int, Int).self)
         if rescued > 0 {
-            self.logger.notice("Rescued requests of workers that are gone", metadata: ["revoker.count": "\(rescued)"])
+            logger.notice("Rescued requests of workers that are gone", metadata: ["revoker.count": "\(rescued)"])
         }
         return RescueResult(rescued: rescued, awaitingConfirmation: awaiting)
     }

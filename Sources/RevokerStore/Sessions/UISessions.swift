@@ -37,27 +37,29 @@ public struct UISessions: Sendable {
 
     /// Stores a new session for `lifetime`, and removes every session that has ended. The
     /// audit trail records the sign-in (`note`, actor `actor`).
-    public func open(tokenHash: [UInt8], session: UISession, lifetime: Duration, actor: String) async throws {
+    public func open(tokenHash: [UInt8], session: UISession, lifetime: Duration, actor: String, logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
         let seconds = lifetime.timeInterval
         try await StoreDatabase.run(logger) {
-            try await self.client.withTransaction(logger: self.logger) { connection in
-                try await connection.run("DELETE FROM revoker.ui_sessions WHERE expires_at <= now()", logger: self.logger)
+            try await self.client.withTransaction(logger: logger) { connection in
+                try await connection.run("DELETE FROM revoker.ui_sessions WHERE expires_at <= now()", logger: logger)
                 try await connection.run(
                     """
                     INSERT INTO revoker.ui_sessions (token_hash, key_name, key_sha256, csrf_token, expires_at)
                     VALUES (\(Data(tokenHash)), \(session.keyName), \(Data(session.keySHA256)), \(session.csrfToken),
                             now() + \(seconds)::float8 * interval '1 second')
                     """,
-                    logger: self.logger
+                    logger: logger
                 )
-                try await connection.run(Self.note(actor: actor, "signed in to the compliance pages"), logger: self.logger)
+                try await connection.run(Self.note(actor: actor, "signed in to the compliance pages"), logger: logger)
             }
         }
     }
 
     /// The live session with this token hash, marked as seen now; nil when there is none, it
     /// has ended, or it was idle for longer than `idle`.
-    public func touch(tokenHash: [UInt8], idle: Duration) async throws -> UISession? {
+    public func touch(tokenHash: [UInt8], idle: Duration, logger: Logger? = nil) async throws -> UISession? {
+        let logger = logger ?? self.logger
         let seconds = idle.timeInterval
         let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(
@@ -67,7 +69,7 @@ public struct UISessions: Sendable {
                   AND last_seen_at > now() - \(seconds)::float8 * interval '1 second'
                 RETURNING key_name, key_sha256, csrf_token, expires_at
                 """,
-                logger: self.logger
+                logger: logger
             ).collect()
         }
         guard let row = rows.first else { return nil }
@@ -77,15 +79,16 @@ public struct UISessions: Sendable {
 
     /// Ends the session with this token hash; nothing when there is none. With `actor`, a
     /// sign-out, which the audit trail records.
-    public func close(tokenHash: [UInt8], actor: String? = nil) async throws {
+    public func close(tokenHash: [UInt8], actor: String? = nil, logger: Logger? = nil) async throws {
+        let logger = logger ?? self.logger
         try await StoreDatabase.run(logger) {
-            try await self.client.withTransaction(logger: self.logger) { connection in
+            try await self.client.withTransaction(logger: logger) { connection in
                 let closed = try await connection.query(
                     "DELETE FROM revoker.ui_sessions WHERE token_hash = \(Data(tokenHash)) RETURNING 1",
-                    logger: self.logger
+                    logger: logger
                 ).collect()
                 if let actor, !closed.isEmpty {
-                    try await connection.run(Self.note(actor: actor, "signed out of the compliance pages"), logger: self.logger)
+                    try await connection.run(Self.note(actor: actor, "signed out of the compliance pages"), logger: logger)
                 }
             }
         }
