@@ -46,16 +46,14 @@ public struct Migrator: Sendable {
     }
 
     /// Migrations not yet applied (empty when the schema is current).
-    public func pendingMigrations(logger: Logger? = nil) async throws -> [Migration] {
-        let logger = logger ?? self.logger
+    public func pendingMigrations() async throws -> [Migration] {
         let applied = try await self.appliedMigrations()
         try self.verify(applied)
         return self.migrations.filter { applied[$0.version] == nil }
     }
 
     /// Whether all embedded migrations are applied with matching checksums.
-    public func isCurrent(logger: Logger? = nil) async throws -> Bool {
-        let logger = logger ?? self.logger
+    public func isCurrent() async throws -> Bool {
         do {
             return try await self.pendingMigrations().isEmpty
         } catch let error as RevokerStoreError where error.code == .migrationChecksumMismatch || error.code == .unknownMigration {

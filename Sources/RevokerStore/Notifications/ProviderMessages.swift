@@ -21,7 +21,6 @@ public struct ProviderMessages: Sendable {
     ///
     /// Returns once committed: only then may the sender be told that it was received.
     public func receive(_ message: ProviderMessage, into table: ProviderMessageTable, logger: Logger? = nil) async throws -> MessageReceipt {
-        let logger = logger ?? self.logger
         guard let kind = AuditEventKind(rawValue: table.auditEvent) else {
             throw RevokerStoreError(.invalidArgument, "'\(table.auditEvent)' is not an audit event the trail knows")
         }
@@ -30,18 +29,18 @@ public struct ProviderMessages: Sendable {
             throw RevokerStoreError(.invalidArgument, "a provider's message table or column is not a plain SQL name")
         }
         var binds = PostgresBindings()
-        try binds.append(message.id)
-        try binds.append(message.clientID)
-        try binds.append(message.type)
-        try binds.append(message.userID)
-        try binds.append(message.issuedAt)
-        try binds.append(message.issuer)
-        try binds.append(message.keyID)
+        binds.append(message.id)
+        binds.append(message.clientID)
+        binds.append(message.type)
+        binds.append(message.userID)
+        binds.append(message.issuedAt)
+        binds.append(message.issuer)
+        binds.append(message.keyID)
         for column in message.columns {
             switch column.value {
-            case .text(let text): try binds.append(text)
-            case .time(let time): try binds.append(time)
-            case .flag(let flag): try binds.append(flag)
+            case .text(let text): binds.append(text)
+            case .time(let time): binds.append(time)
+            case .flag(let flag): binds.append(flag)
             }
         }
         let columns = ["jti", "client_id", "type", table.userColumn, "issued_at", "issuer", "key_id"] + message.columns.map(\.name)
@@ -60,7 +59,8 @@ public struct ProviderMessages: Sendable {
             endsGrants: message.endsGrants,
             kind: kind,
             note: "\(message.type) from \(table.sender) (jti \(message.id.prefix(200)))",
-            actor: table.actor
+            actor: table.actor,
+            logger: logger ?? self.logger
         )
     }
 
@@ -99,7 +99,8 @@ public struct ProviderMessages: Sendable {
         endsGrants: Bool,
         kind: AuditEventKind,
         note: String,
-        actor: String
+        actor: String,
+        logger: Logger
     ) async throws -> MessageReceipt {
         let noticeEvents = try AuditWriter.json([AuditEvent(kind, detail: note)])
         let endedEvents = try AuditWriter.json([
@@ -109,11 +110,11 @@ public struct ProviderMessages: Sendable {
         ])
         var binds = insert.binds
         let first = binds.count + 1
-        try binds.append(provider)
-        try binds.append(endsGrants)
-        try binds.append(actor)
-        try binds.append(endedEvents)
-        try binds.append(noticeEvents)
+        binds.append(provider)
+        binds.append(endsGrants)
+        binds.append(actor)
+        binds.append(endedEvents)
+        binds.append(noticeEvents)
         let (providerBind, endsBind, actorBind, endedBind, noticeBind) = (first, first + 1, first + 2, first + 3, first + 4)
         let sql = """
             WITH inserted AS (

@@ -73,9 +73,8 @@ public struct EventFeed: Sendable {
 
 extension EventFeed {
     /// Listens for new events for the duration of `body` (hints only: poll as well).
-    public func withWakeUps<Result: Sendable>(_ body: @Sendable (WakeUps) async throws -> Result, logger: Logger? = nil) async throws -> Result {
-        let logger = logger ?? self.logger
-        return try await client.withConnection { connection in
+    public func withWakeUps<Result: Sendable>(_ body: @Sendable (WakeUps) async throws -> Result) async throws -> Result {
+        try await client.withConnection { connection in
             try await connection.listen(on: Self.wakeUpChannel) { notifications in
                 try await body(WakeUps(base: notifications))
             }

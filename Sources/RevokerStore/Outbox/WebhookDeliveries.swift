@@ -75,10 +75,8 @@ public struct WebhookDeliveries: Sendable {
         _ lease: DeliveryLease,
         through cursor: EventCursor,
         status: Int,
-        extend: Duration,
-        logger: Logger? = nil
+        extend: Duration
     ) async throws -> Bool {
-        let logger = logger ?? self.logger
         let (txid, ms) = (String(cursor.transaction), extend.milliseconds)
         return try await applied(
             """
@@ -99,10 +97,8 @@ public struct WebhookDeliveries: Sendable {
         status: Int?,
         error: String,
         delay: Duration,
-        parkAfter: Duration,
-        logger: Logger? = nil
+        parkAfter: Duration
     ) async throws -> Bool {
-        let logger = logger ?? self.logger
         let (delayMs, parkMs) = (delay.milliseconds, parkAfter.milliseconds)
         let error = String(error.prefix(300))
         return try await applied(
@@ -122,9 +118,8 @@ public struct WebhookDeliveries: Sendable {
 
     /// Gives the lease back (nothing left to send, or shutting down).
     @discardableResult
-    public func release(_ lease: DeliveryLease, logger: Logger? = nil) async throws -> Bool {
-        let logger = logger ?? self.logger
-        return try await applied(
+    public func release(_ lease: DeliveryLease) async throws -> Bool {
+        try await applied(
             """
             UPDATE revoker.webhook_deliveries SET lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
             WHERE endpoint = \(lease.endpoint) AND fencing_token = \(lease.fencingToken) AND lease_owner = \(lease.owner)

@@ -7,15 +7,13 @@ import RevokerProvider
 /// (`RevocationQueue+Fenced.swift`) that does nothing, and answers false, once the lease is stale.
 extension RevocationQueue {
     /// Moves the lease's expiry to now + `duration`. Returns false if the lease is stale.
-    public func extendLease(_ lease: Lease, by duration: Duration, logger: Logger? = nil) async throws -> Bool {
-        let logger = logger ?? self.logger
-        return try await extendLeases([lease], by: duration) == 1
+    public func extendLease(_ lease: Lease, by duration: Duration) async throws -> Bool {
+        try await extendLeases([lease], by: duration) == 1
     }
 
     /// Moves the expiry of every lease that is still current to now + `duration`, in one
     /// statement (a worker extends all its in-flight leases at once); returns how many it moved.
-    public func extendLeases(_ leases: [Lease], by duration: Duration, logger: Logger? = nil) async throws -> Int {
-        let logger = logger ?? self.logger
+    public func extendLeases(_ leases: [Lease], by duration: Duration) async throws -> Int {
         let ms = duration.milliseconds
         guard ms > 0 else { throw RevokerStoreError(.invalidArgument, "the lease extension must be positive") }
         return try await applyFenced(leases.map { FencedRow($0, Fenced.Extend(extendMilliseconds: ms)) }).count
@@ -33,10 +31,8 @@ extension RevocationQueue {
         state: RevocationState,
         outcome: RevocationOutcome,
         error: ErrorDetail? = nil,
-        events: [AuditEvent] = [],
-        logger: Logger? = nil
+        events: [AuditEvent] = []
     ) async throws -> Bool {
-        let logger = logger ?? self.logger
         guard state == .succeeded || state == .failed, outcome.state == state else {
             throw RevokerStoreError(.invalidArgument, "outcome \(outcome) does not belong to state \(state)")
         }
@@ -63,10 +59,8 @@ extension RevocationQueue {
         after delay: Duration,
         error: ErrorDetail?,
         countsAttempt: Bool = true,
-        events: [AuditEvent] = [],
-        logger: Logger? = nil
+        events: [AuditEvent] = []
     ) async throws -> Bool {
-        let logger = logger ?? self.logger
         let ms = max(0, delay.milliseconds)
         let detail = "in \(ms) ms" + (countsAttempt ? "" : ", attempt not counted")
         let scheduled = AuditEvent(.retryScheduled, providerError: error.map { String($0.code.prefix(100)) }, detail: detail)
@@ -84,8 +78,7 @@ extension RevocationQueue {
 
     /// Gives a request back, attempt not counted, audited `released`: on shutdown pending now;
     /// when its app's rate limit has no slot for it soon, pending after `delay` (`why` says so).
-    public func release(_ lease: Lease, after delay: Duration = .zero, why: String? = nil, logger: Logger? = nil) async throws -> Bool {
-        let logger = logger ?? self.logger
+    public func release(_ lease: Lease, after delay: Duration = .zero, why: String? = nil) async throws -> Bool {
         let change = Fenced.Reschedule(delayMilliseconds: delay.milliseconds, counts: false, keepError: true)
         let applied = try await applyFenced(FencedRow(lease, events: [AuditEvent(.released, detail: why)], change))
         logFenced(lease, applied: applied, "Released revocation request")
@@ -95,9 +88,7 @@ extension RevocationQueue {
     /// Replaces the stored credential (after a code exchange, the refresh token), sealed, and
     /// changes the kind accordingly, before the worker revokes. Returns false if the lease is stale.
     /// Concurrent calls share one statement.
-    public func replaceCredential(_ lease: Lease, with credential: Credential, events: [AuditEvent] = [], logger: Logger? = nil) async throws -> Bool
-    {
-        let logger = logger ?? self.logger
+    public func replaceCredential(_ lease: Lease, with credential: Credential, events: [AuditEvent] = []) async throws -> Bool {
         guard !credential.secret.isEmpty, credential.secret.utf8.count <= 8192 else {
             throw RevokerStoreError(.invalidArgument, "the credential must be 1-8192 bytes")
         }
@@ -112,8 +103,7 @@ extension RevocationQueue {
 
     /// Appends audit events for pipeline steps. Returns false (writing nothing) if the lease is stale.
     /// Concurrent calls share one statement.
-    public func record(_ lease: Lease, events: [AuditEvent], logger: Logger? = nil) async throws -> Bool {
-        let logger = logger ?? self.logger
-        return try await records.submit(FencedRow(lease, events: events, Fenced.Record())) { rows in try await self.applyFencedBatch(rows) }
+    public func record(_ lease: Lease, events: [AuditEvent]) async throws -> Bool {
+        try await records.submit(FencedRow(lease, events: events, Fenced.Record())) { rows in try await self.applyFencedBatch(rows) }
     }
 }

@@ -25,10 +25,8 @@ extension RevocationQueue {
     public func withWorkerSession<Result: Sendable>(
         owner: String,
         registered: @Sendable () -> Void,
-        _ body: @Sendable (WakeUps) async throws -> Result,
-        logger: Logger? = nil
+        _ body: @Sendable (WakeUps) async throws -> Result
     ) async throws -> Result {
-        let logger = logger ?? self.logger
         try Self.validateActor(owner)
         return try await self.client.withConnection { connection in
             let outcome: Swift.Result<Result, any Error>

@@ -51,16 +51,16 @@ extension RevocationQueue {
     @discardableResult
     public func requeueConfigurationFailures(clientID: String, actor: String, logger: Logger? = nil) async throws -> Int {
         let logger = logger ?? self.logger
-        return try await requeue(clientID: clientID, only: nil, actor: actor).count
+        return try await requeue(clientID: clientID, only: nil, actor: actor, logger: logger).count
     }
 
     /// Requeues one request that failed with ``RevocationOutcome/clientMisconfigured``, as
     /// ``requeueConfigurationFailures(clientID:actor:)`` does for a whole app.
     public func requeueConfigurationFailure(id: UUID, actor: String, logger: Logger? = nil) async throws -> RequeueResult {
         let logger = logger ?? self.logger
-        guard let request = try await self.request(id: id) else { return .notFound }
+        guard let request = try await self.request(id: id, logger: logger) else { return .notFound }
         guard request.state == .failed, request.outcome == .clientMisconfigured, request.hasCredential,
-            let newID = try await requeue(clientID: request.clientID, only: id, actor: actor).first,
+            let newID = try await requeue(clientID: request.clientID, only: id, actor: actor, logger: logger).first,
             let requeued = try await self.request(id: newID)
         else {
             return .notRequeueable(try await self.request(id: id) ?? request)
@@ -69,9 +69,8 @@ extension RevocationQueue {
     }
 
     /// Requeues `clientID`'s configuration failures (only `only`, when given); returns the new ids.
-    private func requeue(clientID: String, only: UUID?, actor: String) async throws -> [UUID] {
+    private func requeue(clientID: String, only: UUID?, actor: String, logger: Logger) async throws -> [UUID] {
         try Self.validateActor(actor)
-        let logger = self.logger
         return try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
