@@ -465,6 +465,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RevokerWebhooksTests",
+            dependencies: [
+                "RevokerApp",
+                "RevokerLocalStack",
+                "RevokerStore",
+                "RevokerTesting",
+                "RevokerWebhooks",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RevokerEvidenceTests",
             dependencies: ["RevokerEvidence"],
             swiftSettings: swiftSettings
