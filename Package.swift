@@ -465,6 +465,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "RevokerProviderTests",
+            dependencies: ["RevokerProvider"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "RevokerWebhooksTests",
             dependencies: [
                 "RevokerApp",
