@@ -137,8 +137,9 @@ struct ProcessTests {
     @Test func requestsHandedBackAtShutdownAreTakenAtOnceByAnIdleWorker() async throws {
         var worker = Self.fastWorker
         worker["shutdown_grace_seconds"] = 0
-        // Another worker would find them at its next poll, 30 s away: only the wake-up brings them sooner.
-        worker["poll_interval_seconds"] = 30
+        // Another worker would find them at its next poll, ten minutes away (past the wait's hang
+        // guard): only the wake-up brings them in time.
+        worker["poll_interval_seconds"] = 600
         try await RevokerTestStack.with(worker: worker) { harness in
             _ = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "h", count: 4)
             try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 700))
@@ -151,9 +152,9 @@ struct ProcessTests {
             }
             leaving.signal(SIGINT)
             _ = try await leaving.wait(timeout: .seconds(30))
-            let stopped = ContinuousClock.now
-            try await eventually("every request revoked") { try await harness.requests().allSatisfy { $0.outcome == .revoked } }
-            #expect(ContinuousClock.now - stopped < .seconds(10), "taken on the wake-up, not at the next poll 30 s away")
+            try await eventually("every request revoked, taken on the wake-up") {
+                try await harness.requests().allSatisfy { $0.outcome == .revoked }
+            }
             staying.signal(SIGTERM)
             _ = try await staying.wait(timeout: .seconds(30))
         }
