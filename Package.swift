@@ -262,6 +262,8 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
@@ -458,6 +460,28 @@ let package = Package(
         .testTarget(
             name: "RevokerStoreTests",
             dependencies: ["RevokerConfiguration", "RevokerEvidence", "RevokerStore", "RevokerLocalStack", "RevokerTesting"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevokerProviderTests",
+            dependencies: ["RevokerProvider"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RevokerWebhooksTests",
+            dependencies: [
+                "RevokerApp",
+                "RevokerLocalStack",
+                "RevokerStore",
+                "RevokerTesting",
+                "RevokerWebhooks",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -16,14 +16,23 @@ package actor SandboxSigningKeys {
     package private(set) var jwksJSON = Data("{\"keys\":[]}".utf8)
 
     package init() async throws {
-        try await rotate()
+        try await rotate(to: Self.firstKey.get())
     }
+
+    /// The key every sandbox of the process starts with, each under a `kid` of its own: making
+    /// a 2048-bit key takes a fraction of a second of CPU, and a test run starts hundreds of
+    /// sandboxes (two keys each) at once. A rotation still makes a fresh key.
+    private static let firstKey = Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) }
 
     /// Generates a fresh 2048-bit key, publishes it and makes it current; with `retire`, every
     /// older key stops being published. Returns the new `kid`.
     @discardableResult
     package func rotate(retire: Bool = false) async throws -> String {
-        let backing = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        try await rotate(to: _RSA.Signing.PrivateKey(keySize: .bits2048), retire: retire)
+    }
+
+    @discardableResult
+    private func rotate(to backing: _RSA.Signing.PrivateKey, retire: Bool = false) async throws -> String {
         let key = try Insecure.RSA.PrivateKey(backing: backing)
         let kid = "sbx" + SandboxRandom.hex().prefix(12)
         await keys.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
@@ -44,8 +53,9 @@ package actor SandboxSigningKeys {
         (try? JSONSerialization.data(withJSONObject: published.last ?? [:], options: [.sortedKeys])) ?? Data()
     }
 
-    /// A key that is never published, for forgeries; made once, as RSA key generation is slow.
-    private var unpublishedKey: _RSA.Signing.PrivateKey?
+    /// A key that no sandbox publishes, for forgeries; made once per process, on first use, as
+    /// RSA key generation is slow.
+    private static let unpublishedKey = Result { try _RSA.Signing.PrivateKey(keySize: .bits2048) }
 
     /// How a hand-signed token is made: as the provider signs it, or broken in one of the ways a
     /// verifier must refuse.
@@ -94,10 +104,7 @@ package actor SandboxSigningKeys {
     }
 
     private func unpublished() throws -> _RSA.Signing.PrivateKey {
-        if let unpublishedKey { return unpublishedKey }
-        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        unpublishedKey = key
-        return key
+        try Self.unpublishedKey.get()
     }
 
     private func signRS256(header: [String: Any], claims: [String: Any], with signer: _RSA.Signing.PrivateKey?) throws -> String {

@@ -48,11 +48,8 @@ public struct LocalStack: Sendable {
         logger: Logger = Logger(label: "revoker.local", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (LocalStack) async throws -> T
     ) async throws -> T {
-        try await ScratchDatabase.withScratchDatabase(on: server) { database in
-            _ = try await reportingStall("migrating \(database.name)") {
-                try await Migrator(client: database.client, logger: logger).migrate()
-            }
-            return try await RunningSandbox.with(transport: transport, configuration: sandboxConfiguration, google: googleConfiguration) { sandbox in
+        try await ScratchDatabase.withScratchDatabase(on: server, .migrated, logger: logger) { database in
+            try await RunningSandbox.with(transport: transport, configuration: sandboxConfiguration, google: googleConfiguration) { sandbox in
                 let files = try LocalConfiguration(
                     clientIDs: clientIDs,
                     googleClientIDs: googleClientIDs,

@@ -6,6 +6,17 @@ import RevokerStore
 /// A fresh, uniquely named PostgreSQL database for one test, demo or benchmark scenario,
 /// dropped afterwards.
 public struct ScratchDatabase: Sendable {
+    /// What a scratch database holds when it is handed over.
+    public enum Schema: Sendable {
+        /// Nothing: for what migrates a database itself (the migrator's tests, `revoker migrate`,
+        /// a command refusing an unmigrated database).
+        case empty
+        /// Every migration applied. On `DATABASE_URL`'s server the migrations run once per
+        /// process, into a template that each database is copied from; on a server named
+        /// explicitly (a test's own, which it stops and starts) they run in the database itself.
+        case migrated
+    }
+
     /// A running client connected to the database.
     public let client: PostgresClient
     /// The database's connection settings.
@@ -26,13 +37,23 @@ public struct ScratchDatabase: Sendable {
         return url
     }
 
-    /// Creates a database, runs `body` with a running client on it, then drops the database
-    /// (also when `body` throws).
+    /// Creates a database holding `schema`, runs `body` with a running client on it, then drops
+    /// the database (also when `body` throws).
     public static func withScratchDatabase<Result: Sendable>(
         on server: String? = nil,
+        _ schema: Schema = .empty,
+        logger: Logger = Logger(label: "revoker.scratch", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (ScratchDatabase) async throws -> Result
     ) async throws -> Result {
         let baseURL = try server ?? self.baseURL()
+        let template: String? =
+            switch (schema, server) {
+            case (.migrated, nil):
+                try await reportingStall("making the migrated template") {
+                    try await MigratedTemplate.shared.name(on: baseURL, logger: logger)
+                }
+            default: nil
+            }
         var baseConfiguration = try PostgresClient.Configuration(url: baseURL)
         baseConfiguration.options.maximumConnections = 4
         let name = "revoker_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
@@ -48,14 +69,20 @@ public struct ScratchDatabase: Sendable {
         let admin = PostgresClient(configuration: baseConfiguration)
         return try await withClientRunning(admin, name: "the admin client of \(name)") {
             try await reportingStall("creating database \(name)") {
-                try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""))
+                let copy = template.map { " TEMPLATE \"\($0)\"" } ?? ""
+                try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\"" + copy))
             }
             let client = PostgresClient(configuration: configuration)
             let result: Swift.Result<Result, any Error>
             do {
                 result = .success(
                     try await withClientRunning(client, name: "the client of \(name)") {
-                        try await body(ScratchDatabase(client: client, configuration: configuration, url: url, name: name))
+                        if schema == .migrated && template == nil {
+                            try await reportingStall("migrating \(name)") {
+                                _ = try await Migrator(client: client, logger: logger).migrate()
+                            }
+                        }
+                        return try await body(ScratchDatabase(client: client, configuration: configuration, url: url, name: name))
                     }
                 )
             } catch {

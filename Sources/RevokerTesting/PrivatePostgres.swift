@@ -70,20 +70,18 @@ public final class PrivatePostgres: Sendable {
             environment: environment,
             holdInput: true
         )
-        let deadline = ContinuousClock.now + .seconds(120)
-        while true {
-            if let line = holder.output.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }) {
-                let parts = line.split(separator: " ")
-                guard parts.count == 3 else { throw Failure(message: "unexpected output from with-postgres: \(line)") }
-                url = String(parts[1])
-                control = String(parts[2])
-                return
+        let holder = self.holder
+        let line: Substring = try await eventuallyValue("with-postgres starts a server: \(holder.errors.suffix(2000))") {
+            guard let line = holder.output.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }) else {
+                guard holder.isRunning else { throw Failure(message: "with-postgres did not start a server: \(holder.errors.suffix(2000))") }
+                return nil
             }
-            guard holder.isRunning, ContinuousClock.now < deadline else {
-                throw Failure(message: "with-postgres did not start a server: \(holder.errors.suffix(2000))")
-            }
-            try await Task.sleep(for: .milliseconds(50))
+            return line
         }
+        let parts = line.split(separator: " ")
+        guard parts.count == 3 else { throw Failure(message: "unexpected output from with-postgres: \(line)") }
+        url = String(parts[1])
+        control = String(parts[2])
     }
 
     /// The end of the server's log, for a failure message (statements' parameters are not logged).

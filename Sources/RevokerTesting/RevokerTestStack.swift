@@ -183,14 +183,13 @@ public struct RevokerTestStack: Sendable {
         return worker.report()
     }
 
-    /// Drains again and again until every request has an outcome that `done` accepts, or a
-    /// minute has passed: a drain ends when nothing is due, and on a loaded machine a paused
-    /// app's probe may fall after it.
+    /// Drains again and again until every request has an outcome that `done` accepts: a drain
+    /// ends when nothing is due, and on a loaded machine a paused app's probe may fall after it.
     public func drainUntil(_ done: @escaping (RevocationRequest) -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        repeat {
+        try await eventually("every request done after a drain") {
             _ = try await drain()
-        } while try await !requests().allSatisfy(done) && ContinuousClock.now < deadline
+            return try await requests().allSatisfy(done)
+        }
     }
 
     /// Every request, newest last.

@@ -323,9 +323,10 @@ struct SandboxTransportTests {
     }
 
     @Test func moreCallsInFlightThanOneConnectionsStreamsGoOutOnOneConnectionPerHundred() async throws {
-        // 250 revokes at once, each held 500 ms: one HTTP/2 connection (100 streams) would carry
-        // 100 at a time; three clients taken in turn carry them all.
-        try await RunningSandbox.with(configuration: .init(faults: SandboxFaults(latencyMilliseconds: 500))) { sandbox in
+        // 250 revokes at once, each held 2 s: one HTTP/2 connection (100 streams) would carry
+        // 100 at a time; three clients taken in turn carry them all. (Held 500 ms, a loaded
+        // machine once sent them too slowly for more than 98 to overlap.)
+        try await RunningSandbox.with(configuration: .init(faults: SandboxFaults(latencyMilliseconds: 2000))) { sandbox in
             let clients = ProviderHTTPClients(concurrency: 250, extraTrustRoots: [try sandbox.authorityCertificate()])
             #expect(clients.all.count == 3)
             let client = AppleClient(clients: clients, configuration: sandbox.clientConfiguration())

@@ -49,18 +49,6 @@ struct AppleErrorTests {
         #expect(error.retryAfter == .seconds(17))
     }
 
-    @Test func retryAfterAsAnHTTPDate() {
-        let now = Date(timeIntervalSince1970: 1_800_000_000)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        let header = formatter.string(from: now.addingTimeInterval(120))
-        #expect(RetryAfter.parse(header, now: now) == .seconds(120))
-        #expect(RetryAfter.parse("soon", now: now) == nil)
-        #expect(RetryAfter.parse("999999999", now: now) == RetryAfter.maximum)
-    }
-
     @Test(arguments: ["<html>Forbidden</html>", "{\"message\":\"nope\"}", "{\"error\":42}", "\u{0}\u{1}garbage", ""])
     func clientErrorsWithoutApplesBodyAreTransient(body: String) {
         let error = answer(403, body, headers: [("Content-Type", "text/html")])
@@ -99,19 +87,5 @@ struct AppleErrorTests {
         for text in [String(describing: response), String(reflecting: response), "\(response)"] {
             #expect(!text.contains("secret") && !text.contains("x.y.z"))
         }
-    }
-
-    @Test func formEncodingRoundTrips() {
-        let fields = [("client_id", "com.example.app"), ("code", "c1+/=&?é x"), ("redirect_uri", "https://example.com/cb?a=1&b=2")]
-        let encoded = FormEncoding.encode(fields)
-        #expect(!encoded.contains(" ") && !encoded.contains("+"))
-        let decoded = FormEncoding.decode(encoded)
-        #expect(decoded == Dictionary(uniqueKeysWithValues: fields))
-        #expect(FormEncoding.decode("a=%zz") == nil)
-        #expect(FormEncoding.decode("a=%FF") == nil, "not UTF-8")
-        #expect(FormEncoding.encode([("a b", "é~-._*")]) == "a%20b=%C3%A9~-._%2A")
-        #expect(FormEncoding.decode("a+b=c+d&flag&e=&a+b=second&%63=%3D") == ["a b": "c d", "flag": "", "e": "", "c": "="])
-        #expect(FormEncoding.decode("x=1%2") == nil, "a cut-off escape")
-        #expect(FormEncoding.decode("&&") == [:])
     }
 }

@@ -232,11 +232,7 @@ struct GoogleIdentityTokenTests {
                 )
             }
         }
-        // The pause doubles with each further failure, up to its cap.
-        let pauses = (1...7).map { RS256KeySet.retryInterval(afterFailures: $0, minimumRefreshInterval: .seconds(60)) }
-        #expect(pauses == [60, 120, 240, 480, 600, 600, 600].map { .seconds($0) })
-        #expect(RS256KeySet.retryInterval(afterFailures: 3, minimumRefreshInterval: .seconds(900)) == .seconds(900))
-        #expect(RS256KeySet.retryInterval(afterFailures: 3, minimumRefreshInterval: .zero) == .zero)
+        // How the pause grows with further failures: RevokerProviderTests' RS256KeySetTests.
     }
 
     @Test(arguments: [GoogleSandboxAdmin.Signature.criticalHeader, .paddedSignature, .trailingPeriod, .nonCanonicalSignature])

@@ -45,20 +45,14 @@ struct AuditVerifyCommandTests {
             _ = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "user-", count: 4)
             _ = try await stack.drain()
             let environment = stack.files.environment(databaseURL: stack.database.url, sandbox: stack.sandbox)
-            let deadline = ContinuousClock.now + .seconds(120)
-            while true {
+            try await eventually("every row inside a checkpoint", every: .milliseconds(300)) {
                 let checkpoint = try await RevokerProcess.run(["audit", "checkpoint"], environment: environment)
                 #expect(checkpoint.status == 0, "\(checkpoint.stderr)")
                 let (result, report) = try await verify(environment)
                 #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
                 let clean = try #require(report)
                 #expect(clean.intact)
-                if clean.rowsNotYetCheckpointed == 0 { break }
-                guard ContinuousClock.now < deadline else {
-                    Issue.record("rows stayed outside every checkpoint")
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(300))
+                return clean.rowsNotYetCheckpointed == 0
             }
             return try await body(stack, environment)
         }

@@ -166,7 +166,7 @@ struct CheckKeygenCommandTests {
             #expect(database["reachable"] as? Bool == true)
             #expect(database["migrations_current"] as? Bool == true)
         }
-        try await ScratchDatabase.withScratchDatabase { database in
+        try await ScratchDatabase.withScratchDatabase(.empty) { database in
             let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let result = try await RevokerProcess.run(

@@ -36,10 +36,7 @@ struct EventsCommandTests {
             // Events show once every older writing transaction in the cluster has ended, and the
             // whole suite shares this cluster: wait for both to show before asking the command.
             let feed = EventFeed(client: stack.database.client, logger: stack.logger)
-            let deadline = ContinuousClock.now + .seconds(120)
-            while try await feed.events(after: nil).count < 2, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            try await eventually("both events in the feed") { try await feed.events(after: nil).count >= 2 }
             let all = try await RevokerProcess.run(["events"], environment: stack.environment)
             #expect(all.status == 0, "\(all.stderr)")
             let lines = all.stdout.split(separator: "\n").compactMap {

@@ -10,7 +10,7 @@ import Testing
 struct MigrateCommandTests {
     @Test("two migrate processes started together apply each migration once, and a third finds nothing to do")
     func concurrentProcessesMigrateOnce() async throws {
-        try await ScratchDatabase.withScratchDatabase { database in
+        try await ScratchDatabase.withScratchDatabase(.empty) { database in
             let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let environment = configuration.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9")
@@ -32,7 +32,7 @@ struct MigrateCommandTests {
 
     @Test("a database that refuses is reported with the server's reason at once, never with the password")
     func refusalsSayWhatTheServerSaid() async throws {
-        try await ScratchDatabase.withScratchDatabase { database in
+        try await ScratchDatabase.withScratchDatabase(.empty) { database in
             let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let base = try #require(URLComponents(string: database.url))

@@ -72,7 +72,7 @@ struct ReadmeCommandTests {
 
     @Test func everyCommandTheReadmeShowsRunsAsPrinted() async throws {
         let commands = try Self.commands()
-        try await ScratchDatabase.withScratchDatabase { database in
+        try await ScratchDatabase.withScratchDatabase(.empty) { database in
             try await RunningSandbox.with { sandbox in
                 let google = "123456789012-web.apps.googleusercontent.com"
                 let files = try LocalConfiguration(clientIDs: ["com.example.app"], googleClientIDs: [google])
@@ -117,9 +117,8 @@ struct ReadmeCommandTests {
                         #expect(process.isRunning, "\(command) keeps running: \(process.errors)")
                         process.signal(SIGTERM)
                     }
-                    let deadline = ContinuousClock.now + .seconds(90)
-                    while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
-                    #expect(!process.isRunning && process.terminationStatus == 0, "\(command): \(process.output)\(process.errors)")
+                    try await eventually("\(command) ends: \(process.output)\(process.errors)") { !process.isRunning }
+                    #expect(process.terminationStatus == 0, "\(command): \(process.output)\(process.errors)")
                     #expect(!(process.output + process.errors).contains(token.value), "\(command) never prints the token")
                     #expect(!(process.output + process.errors).contains(googleToken.value), "\(command) never prints the Google token")
                     ran.append(command)
@@ -146,24 +145,18 @@ struct ReadmeCommandTests {
     }
 
     static func waitUntilNothingIsDue(_ client: PostgresClient) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
+        try await eventually("nothing is due") {
             let rows = try await client.query("SELECT count(*)::int FROM revoker.revocation_requests WHERE state IN ('pending', 'running')")
                 .collect()
-            if try rows.first?.decode(Int.self) == 0 { return }
-            try await Task.sleep(for: .milliseconds(100))
+            return try rows.first?.decode(Int.self) == 0
         }
-        Issue.record("requests were still due after 60 s")
     }
 
     static func wait(for text: String, in process: RevokerProcess.Handle) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !(process.output + process.errors).contains(text) {
-            guard process.isRunning, ContinuousClock.now < deadline else {
-                Issue.record("never printed '\(text)': \(process.output)\(process.errors)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        try await eventually("it prints '\(text)': \(process.output)\(process.errors)") {
+            if (process.output + process.errors).contains(text) { return true }
+            guard process.isRunning else { throw CannotHappen("it ended, never printing '\(text)': \(process.output)\(process.errors)") }
+            return false
         }
     }
 }

@@ -46,13 +46,11 @@ struct CLIFixture: Sendable {
             environment: environment.merging(["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]) { $1 },
             stdinFile: stdinFile
         )
-        let deadline = ContinuousClock.now + .seconds(120)
-        while handle.isRunning {
-            guard ContinuousClock.now < deadline else {
-                handle.signal(SIGKILL)
-                throw CancellationError()
-            }
-            try await Task.sleep(for: .milliseconds(20))
+        do {
+            try await eventually("revoker \(arguments.first ?? "") ends", every: .milliseconds(20)) { !handle.isRunning }
+        } catch {
+            handle.signal(SIGKILL)
+            throw error
         }
         return RevokerProcess.Result(status: handle.terminationStatus, stdout: handle.output, stderr: handle.errors, signalled: handle.signalled)
     }

@@ -46,13 +46,11 @@ struct AppleNotificationsAPITests {
     /// once every older writing transaction in the cluster has ended, and the whole suite shares
     /// the cluster (under load, some of its transactions run for many seconds).
     static func feed(_ api: APIHarness, key: String? = nil, count: Int) async throws -> [[String: Any]] {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while true {
+        try await eventuallyValue("\(count) events in the feed") {
             let answer = try await api.call(.GET, "/v1/events?limit=1000", key: key ?? api.keys.events)
             #expect(answer.status == 200, "\(answer.text)")
             let events = answer.json["events"] as? [[String: Any]] ?? []
-            if events.count >= count || ContinuousClock.now > deadline { return events }
-            try await Task.sleep(for: .milliseconds(50))
+            return events.count >= count ? events : nil
         }
     }
 
@@ -298,11 +296,9 @@ struct AppleNotificationsAPITests {
                 try server.start()
                 #expect(during.status == 503, "\(during.body)")
                 // Sent again once the database is back (the pool may take a moment to reconnect), it is stored.
-                var after = try await api.stack.sandbox.admin.replayNotification(jti: during.jti)
-                let deadline = ContinuousClock.now + .seconds(60)
-                while after.status == 503, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(200))
-                    after = try await api.stack.sandbox.admin.replayNotification(jti: during.jti)
+                let after = try await eventuallyValue("the replay is no longer refused", every: .milliseconds(200)) {
+                    let after = try await api.stack.sandbox.admin.replayNotification(jti: during.jti)
+                    return after.status == 503 ? nil : after
                 }
                 #expect(after.status == 200 && after.body.contains("accepted"), "\(after.body)")
                 #expect(try await Self.storedNotifications(api) == 2)

@@ -35,7 +35,7 @@ struct AuditWitnessAPITests {
             serving: .api
         ) { stack in
             _ = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "user-", count: 2)
-            try await waitUntil("a checkpoint in the witness") {
+            try await eventually("a checkpoint in the witness") {
                 let held = (try? AuditWitness.read(witness)) ?? []
                 let covered = try await AuditVerifier(client: stack.database.client, logger: stack.logger)
                     .verify(keys: stack.configuration.audit.verificationKeys)
@@ -60,12 +60,12 @@ struct AuditWitnessAPITests {
             }
             _ = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "after-", count: 1)
 
-            try await waitUntil("/readyz naming the refusal") { try await Self.get(stack, "/readyz").text.contains("checkpoint_missing") }
+            try await eventually("/readyz naming the refusal") { try await Self.get(stack, "/readyz").text.contains("checkpoint_missing") }
             let ready = try await Self.get(stack, "/readyz")
             #expect(ready.status == 200, "the API still serves: \(ready.text)")
             #expect(try await Self.get(stack, "/metrics").text.contains("revoker_audit_checkpoint_refused 1"))
             #expect(stack.logs.all.contains { $0.hasPrefix("error Refusing to sign an audit checkpoint") })
-            try await waitUntil("the refusal as an event") {
+            try await eventually("the refusal as an event") {
                 try await EventFeed(client: stack.database.client, logger: stack.logger).events(after: nil, limit: 1000)
                     .contains { $0.type == "audit.checkpoint_refused" && $0.errorCode == "checkpoint_missing" }
             }
@@ -97,7 +97,7 @@ struct AuditWitnessAPITests {
                 }
                 for await _ in locked { break }
                 group.addTask { ("first", try await Self.get(stack, "/v1/audit/verify", key: auditor).status) }
-                try await waitUntil("the first verification waiting on the lock") {
+                try await eventually("the first verification waiting on the lock") {
                     let rows = try await stack.database.client.query(
                         "SELECT count(*)::int FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%revoker.audit%'"
                     ).collect()

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import RevokerTesting
 import Synchronization
 
 /// A TCP connection that sends exactly the bytes a test writes, as a slow or broken client
@@ -42,18 +43,15 @@ struct RawConnection: Sendable {
     /// What arrived so far.
     var text: String { received.text.withLock { $0 } }
 
-    /// Whether anything arrived within `limit` (a guard against a hang, not a measure of speed).
+    /// Whether anything arrived within `limit`: a guard against a hang, or (short) the pace of
+    /// a test that trickles bytes or shows that nothing arrives.
     func receives(within limit: Duration) async -> Bool {
-        let end = ContinuousClock.now + limit
-        while text.isEmpty, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(20)) }
-        return !text.isEmpty
+        (try? await eventually("a reply", timeout: limit, every: .milliseconds(20)) { !text.isEmpty }) != nil
     }
 
-    /// Whether the server closed the connection within `limit`.
+    /// Whether the server closed the connection within `limit` (as ``receives(within:)``).
     func closes(within limit: Duration) async -> Bool {
         // Polled: waiting on the close future could not be cut short by a deadline.
-        let end = ContinuousClock.now + limit
-        while channel.isActive, ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(20)) }
-        return !channel.isActive
+        (try? await eventually("the server closes", timeout: limit, every: .milliseconds(20)) { !channel.isActive }) != nil
     }
 }

@@ -172,16 +172,14 @@ struct AuditTrailTests {
                 try await connection.query("RESET ROLE", logger: logger)
                 // A backend in the same database reads the feed.
                 try await connection.query("SET ROLE revoker_enqueuer", logger: logger)
-                var visible = 0
-                let deadline = ContinuousClock.now + .seconds(120)
-                while visible == 0, ContinuousClock.now < deadline {
+                let visible = try await eventuallyValue("the event readable", every: .milliseconds(100)) {
                     let rows = try await connection.query(
                         "SELECT count(*)::int FROM revoker.events WHERE type = 'apple.email_enabled'",
                         logger: logger
                     )
                     .collect()
-                    visible = try rows.first?.decode(Int.self) ?? 0
-                    if visible == 0 { try await Task.sleep(for: .milliseconds(100)) }
+                    let count = try rows.first?.decode(Int.self) ?? 0
+                    return count == 0 ? nil : count
                 }
                 #expect(visible == 1)
                 try await connection.query("RESET ROLE", logger: logger)

@@ -26,7 +26,7 @@ import Testing
     /// anywhere on the server holds the feed back for a while).
     static func events(_ type: String, count: Int, _ db: ScratchDatabase) async throws -> [OutboxEvent] {
         let feed = EventFeed(client: db.client, logger: logger)
-        try await waitUntil("\(count) \(type) event(s) readable") {
+        try await eventually("\(count) \(type) event(s) readable") {
             try await feed.events(after: nil, limit: 1000).filter { $0.type == type }.count >= count
         }
         return try await feed.events(after: nil, limit: 1000).filter { $0.type == type }

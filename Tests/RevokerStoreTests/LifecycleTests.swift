@@ -4,6 +4,7 @@ import PostgresNIO
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting
+import Synchronization
 import Testing
 
 @Suite("Queue lifecycle")
@@ -87,26 +88,26 @@ struct LifecycleTests {
 
     @Test func wakeUpsFireOnInsert() async throws {
         try await Fixtures.withQueue { db, queue in
-            let woke = try await withThrowingTaskGroup(of: Bool.self) { group in
+            let heard = Heard()
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     try await queue.withWakeUps { wakeUps in
-                        for try await _ in wakeUps { return true }
-                        return false
+                        for try await _ in wakeUps {
+                            heard.value.withLock { $0 = true }
+                            return
+                        }
                     }
                 }
-                group.addTask {
-                    // Keep inserting until the listener has started and hears one.
-                    for index in 0..<100 {
-                        try await Task.sleep(for: .milliseconds(100))
-                        _ = try await queue.enqueue(Fixtures.new("wake-\(index)"), actor: "t")
-                    }
+                // Keep inserting until the listener has started and hears one.
+                var index = 0
+                try await eventually("the listener hears an insert", every: .milliseconds(100)) {
+                    if heard.value.withLock({ $0 }) { return true }
+                    _ = try await queue.enqueue(Fixtures.new("wake-\(index)"), actor: "t")
+                    index += 1
                     return false
                 }
-                let first = try await group.next() ?? false
                 group.cancelAll()
-                return first
             }
-            #expect(woke)
         }
     }
 
@@ -124,4 +125,9 @@ struct LifecycleTests {
             #expect(try await queue.list(RevocationFilter(state: .pending)).map(\.externalReference) == ["b"])
         }
     }
+}
+
+/// Whether the listener has heard an insert.
+private final class Heard: Sendable {
+    let value = Mutex(false)
 }

@@ -9,7 +9,7 @@ import Testing
 @Suite("Migrations")
 struct MigrationTests {
     @Test func appliesTwiceWithoutChange() async throws {
-        try await ScratchDatabase.withScratchDatabase { (db: ScratchDatabase) async throws in
+        try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
             let migrator = Migrator(client: db.client, logger: Logger(label: "test"))
             #expect(try await migrator.isCurrent() == false)
             #expect(try await migrator.migrate() == Migration.all.map(\.version))
@@ -20,7 +20,7 @@ struct MigrationTests {
     }
 
     @Test func concurrentMigratorsApplyOnce() async throws {
-        try await ScratchDatabase.withScratchDatabase { (db: ScratchDatabase) async throws in
+        try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
             let first = db.makeClient()
             let second = db.makeClient()
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -49,7 +49,7 @@ struct MigrationTests {
     }
 
     @Test func refusesChangedChecksum() async throws {
-        try await ScratchDatabase.withScratchDatabase { (db: ScratchDatabase) async throws in
+        try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
             try await Migrator(client: db.client, logger: Logger(label: "t")).migrate()
             try await db.client.query("UPDATE revoker.schema_migrations SET checksum = 'x'")
             await #expect(throws: RevokerStoreError.self) {

@@ -69,9 +69,8 @@ struct NewRevocationTests {
     // Every case in one database: a scratch database per case, created and migrated at once,
     // was the burst that the full suite was seen to hang in.
     @Test func theSQLFunctionRefusesTheSameAndStoresNothing() async throws {
-        try await ScratchDatabase.withScratchDatabase { db in
+        try await ScratchDatabase.withScratchDatabase(.migrated) { db in
             let logger = Logger(label: "test")
-            try await Migrator(client: db.client, logger: logger).migrate()
             for input in Self.cases {
                 let query: PostgresQuery = """
                     SELECT revoker.enqueue_revocation(\(input.clientID), \(input.reference), 'refresh_token', \(input.secret),
@@ -104,7 +103,7 @@ struct NewRevocationTests {
     }
 
     @Test func migrationTwoCapsExistingRequestsAtTheNewLimit() async throws {
-        try await ScratchDatabase.withScratchDatabase { db in
+        try await ScratchDatabase.withScratchDatabase(.empty) { db in
             let logger = Logger(label: "test")
             let first = try #require(Migration.all.first)
             #expect(try await Migrator(client: db.client, logger: logger, migrations: [first]).migrate() == [1])

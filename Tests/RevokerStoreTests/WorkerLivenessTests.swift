@@ -33,10 +33,7 @@ struct WorkerLivenessTests {
             return result
         }
         // The server ends the closed session's backend, and its lock, a moment later.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try await lockHeld(db, owner: owner), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await eventually("the closed session's lock released", every: .milliseconds(20)) { try await !lockHeld(db, owner: owner) }
         return result
     }
 

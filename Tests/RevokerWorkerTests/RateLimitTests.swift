@@ -80,11 +80,11 @@ struct RateLimitTests {
                 group.addTask {
                     // Mid-drain, as an operator would look, until a look finds the workers' rates
                     // (a loaded machine may be slow to publish them) or the drain is over.
-                    while true {
-                        try await Task.sleep(for: .seconds(1))
+                    try await eventuallyValue("the workers' rates in `revoker status`, or the drain over", every: .seconds(1)) {
                         let output = try await RevokerProcess.run(["status", "--json"], environment: stack.environment).stdout
                         if (try Self.notesRates(in: output)?["observed"] as? Double ?? 0) > 0 { return output }
                         if try await stack.count(state: .pending) + stack.count(state: .running) == 0 { return output }
+                        return nil
                     }
                 }
                 var status: String?
