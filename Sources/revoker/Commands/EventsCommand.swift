@@ -49,10 +49,12 @@ struct EventsCommand: AsyncParsableCommand {
                 Self.write(try await feed.events(after: start, clientIDs: clientIDs, limit: limit))
                 return
             }
+            // Trapped before saying so: a SIGTERM right after the line ends the command cleanly.
+            let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
             FileHandle.standardError.write(Data("revoker: following events; stop with Ctrl-C\n".utf8))
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) { return }
+                    for await _ in signals { return }
                 }
                 group.addTask {
                     var cursor = start
