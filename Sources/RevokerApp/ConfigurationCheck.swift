@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import RevokerConfiguration
 import RevokerProvider
 import RevokerStore
 import RevokerWorker

@@ -3,7 +3,6 @@ import CoreMetrics
 import Logging
 import PostgresNIO
 import Prometheus
-import RevokerConfiguration
 import RevokerHTTP
 import RevokerProvider
 import RevokerStore

@@ -3,7 +3,7 @@ import Foundation
 import GoogleSignInSandbox
 import PostgresNIO
 import ProviderSandbox
-import RevokerConfiguration
+import RevokerApp
 import RevokerLocalStack
 import RevokerStore
 import RevokerWorker

@@ -5,7 +5,6 @@ import GoogleSignInSandbox
 import Logging
 import PostgresNIO
 import RevokerApp
-import RevokerConfiguration
 import RevokerLocalStack
 import RevokerStore
 import RevokerWorker

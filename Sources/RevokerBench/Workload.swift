@@ -12,7 +12,6 @@ import NIOHTTP1
 import PostgresNIO
 import ProviderSandbox
 import RevokerApp
-import RevokerConfiguration
 import RevokerHTTP
 import RevokerLocalStack
 import RevokerProvider

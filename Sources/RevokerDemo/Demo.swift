@@ -7,7 +7,6 @@ import Logging
 import PostgresNIO
 import ProviderSandbox
 import RevokerApp
-import RevokerConfiguration
 import RevokerHTTP
 import RevokerLocalStack
 import RevokerProvider

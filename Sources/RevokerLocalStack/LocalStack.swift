@@ -2,7 +2,7 @@ import AppleSignInSandbox
 import Foundation
 import GoogleSignInSandbox
 import Logging
-import RevokerConfiguration
+import RevokerApp
 import RevokerStore
 
 /// Revoker's surroundings on one machine, without Apple: a scratch database with every

@@ -8,7 +8,6 @@ import Logging
 import PostgresNIO
 import ProviderSandbox
 import RevokerApp
-import RevokerConfiguration
 import RevokerLocalStack
 import RevokerProvider
 import RevokerStore

@@ -4,7 +4,7 @@ import Crypto
 import Foundation
 import GoogleSignIn
 import ProviderSandbox
-import RevokerConfiguration
+import RevokerApp
 import RevokerEvidence
 import RevokerHTTP
 import RevokerLocalStack

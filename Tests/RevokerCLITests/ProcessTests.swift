@@ -3,7 +3,7 @@ import AppleSignInSandbox
 import Foundation
 import PostgresNIO
 import ProviderSandbox
-import RevokerConfiguration
+import RevokerApp
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting

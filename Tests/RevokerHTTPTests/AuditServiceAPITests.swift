@@ -7,7 +7,6 @@ import PostgresNIO
 import Prometheus
 import ProviderSandbox
 import RevokerApp
-import RevokerConfiguration
 import RevokerEvidence
 import RevokerHTTP
 import RevokerLocalStack

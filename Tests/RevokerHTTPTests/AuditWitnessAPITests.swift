@@ -5,7 +5,6 @@ import NIOCore
 import NIOHTTP1
 import PostgresNIO
 import RevokerApp
-import RevokerConfiguration
 import RevokerEvidence
 import RevokerLocalStack
 import RevokerStore

@@ -2,7 +2,7 @@ import AppleSignInSandbox
 import Foundation
 import NIOHTTP1
 import ProviderSandbox
-import RevokerConfiguration
+import RevokerApp
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting

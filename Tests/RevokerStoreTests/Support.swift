@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import PostgresNIO
-import RevokerConfiguration
+import RevokerApp
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting

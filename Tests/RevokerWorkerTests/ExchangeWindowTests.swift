@@ -2,7 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import ProviderSandbox
-import RevokerConfiguration
+import RevokerApp
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting

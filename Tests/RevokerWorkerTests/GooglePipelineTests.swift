@@ -4,7 +4,7 @@ import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
 import ProviderSandbox
-import RevokerConfiguration
+import RevokerApp
 import RevokerLocalStack
 import RevokerProvider
 import RevokerStore

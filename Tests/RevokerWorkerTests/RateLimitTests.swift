@@ -1,7 +1,7 @@
 import AppleSignInSandbox
 import Foundation
 import ProviderSandbox
-import RevokerConfiguration
+import RevokerApp
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting

@@ -1,6 +1,5 @@
 import AppleSignIn
 import Logging
-import RevokerConfiguration
 import RevokerProvider
 import RevokerWorker
 

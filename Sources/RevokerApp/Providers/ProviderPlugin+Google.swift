@@ -1,5 +1,4 @@
 import GoogleSignIn
-import RevokerConfiguration
 import RevokerProvider
 
 extension ProviderPlugin {

@@ -1,5 +1,4 @@
 import Logging
-import RevokerConfiguration
 import RevokerProvider
 
 /// A provider as the assembly registers it: how its provider and its inboxes are made from the

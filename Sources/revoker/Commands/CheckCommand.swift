@@ -3,7 +3,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import RevokerApp
-import RevokerConfiguration
 import RevokerStore
 import RevokerWorker
 

@@ -4,7 +4,6 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerApp
-import RevokerConfiguration
 import RevokerStore
 
 /// Options every command that reads the configuration shares.

@@ -5,7 +5,6 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerApp
-import RevokerConfiguration
 import RevokerDemo
 import RevokerStore
 import RevokerWorker

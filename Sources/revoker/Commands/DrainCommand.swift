@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import RevokerConfiguration
+import RevokerApp
 import RevokerProvider
 import RevokerStore
 import RevokerWorker

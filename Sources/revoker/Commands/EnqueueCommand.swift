@@ -3,7 +3,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import RevokerApp
-import RevokerConfiguration
 import RevokerProvider
 import RevokerStore
 import RevokerWorker

@@ -1,6 +1,5 @@
 import ArgumentParser
 import RevokerApp
-import RevokerConfiguration
 import RevokerStore
 
 struct MigrateCommand: AsyncParsableCommand {

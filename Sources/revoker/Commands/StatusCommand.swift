@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import RevokerConfiguration
+import RevokerApp
 import RevokerEvidence
 import RevokerProvider
 import RevokerStore

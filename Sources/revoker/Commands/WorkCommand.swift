@@ -1,5 +1,5 @@
 import ArgumentParser
-import RevokerConfiguration
+import RevokerApp
 import RevokerWorker
 
 struct WorkCommand: AsyncParsableCommand {

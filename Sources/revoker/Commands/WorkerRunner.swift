@@ -1,7 +1,6 @@
 import ArgumentParser
 import Logging
 import RevokerApp
-import RevokerConfiguration
 import RevokerWorker
 import UnixSignals
 
