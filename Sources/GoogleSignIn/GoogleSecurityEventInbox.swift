@@ -25,7 +25,6 @@ public struct GoogleSecurityEventInbox: ProviderInbox {
         self.verifier = verifier
     }
 
-    public var provider: ProviderName { .google }
     public var routes: [String] { ["google/risc"] }
     /// Security event tokens are a few kilobytes.
     public var maximumBodyBytes: Int { 16 * 1024 }

@@ -18,22 +18,15 @@ import RevokerStore
 /// Each resource is a controller holding only its own dependencies (`Controllers/`, `UI/`);
 /// this value builds them and composes their routes.
 public struct RevokerAPI: Sendable {
-    let database: PostgresClient
-    let queue: RevocationQueue
     let settings: HTTPSettings
-    let clientIDs: [String: Set<String>]
-    let providers: SignInProviders
-    let defaultMaxAttempts: Int
-    let inboxes: [any ProviderInbox]
-    let webhookApps: [String: Set<String>]
-    let auditKeys: [AuditPublicKey]
-    let auditSigner: AuditSigner?
-    let keys: APIKeys
     let metrics: APIMetrics
-    let registry: PrometheusCollectorRegistry
     let logger: Logger
-    /// One verification of the trail at a time, across every router built from this value.
-    let auditController: AuditController
+    let health: HealthController
+    let revocations: RevocationsController
+    let audit: AuditController
+    let events: EventsController
+    let inboxes: InboxController
+    let pages: CompliancePagesController?
 
     /// - Parameters:
     ///   - queue: where enqueued requests go (its sealer seals their credentials).
@@ -60,30 +53,68 @@ public struct RevokerAPI: Sendable {
         auditSigner: AuditSigner? = nil,
         logger: Logger
     ) {
-        self.webhookApps = webhookApps
-        self.auditKeys = auditKeys
-        self.auditSigner = auditSigner
-        self.database = database
-        self.queue = queue
-        self.inboxes = inboxes
-        self.clientIDs = clientIDs
-        self.providers = providers
+        let keys = APIKeys(keys: settings.apiKeys)
+        let metrics = APIMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        let store = DatabaseDeadline(limit: settings.databaseTimeout)
+        let deliveries = WebhookDeliveries(client: database, logger: logger)
+        let auditLog = AuditLog(client: database, logger: logger)
         self.settings = settings
-        self.defaultMaxAttempts = defaultMaxAttempts
-        self.keys = APIKeys(keys: settings.apiKeys)
-        self.metrics = APIMetrics(factory: PrometheusMetricsFactory(registry: registry))
-        self.registry = registry
+        self.metrics = metrics
         self.logger = logger
-        self.auditController = AuditController(
+        self.health = HealthController(
             database: database,
-            audit: AuditLog(client: database, logger: logger),
+            queue: queue,
+            deliveries: deliveries,
+            auditSigner: auditSigner,
+            metrics: metrics,
+            registry: registry,
+            logger: logger
+        )
+        self.revocations = RevocationsController(
+            queue: queue,
+            keys: keys,
+            rules: EnqueueRules(served: clientIDs, providers: providers),
+            defaultMaxAttempts: defaultMaxAttempts,
+            maxBodyBytes: settings.maxBodyBytes,
+            metrics: metrics,
+            store: store,
+            logger: logger
+        )
+        let audit = AuditController(
+            database: database,
+            audit: auditLog,
             keys: keys,
             auditKeys: auditKeys,
             auditSigner: auditSigner,
-            databaseTimeout: settings.databaseTimeout,
-            store: DatabaseDeadline(limit: settings.databaseTimeout),
+            store: store,
             logger: logger
         )
+        self.audit = audit
+        self.events = EventsController(
+            feed: EventFeed(client: database, logger: logger),
+            deliveries: deliveries,
+            webhookApps: webhookApps,
+            keys: keys,
+            store: store
+        )
+        self.inboxes = InboxController(
+            inboxes: inboxes,
+            messages: ProviderMessages(client: database, logger: logger),
+            metrics: metrics,
+            store: store
+        )
+        self.pages = settings.ui.map { ui in
+            CompliancePagesController(
+                ui: ui,
+                keys: keys,
+                database: database,
+                queue: queue,
+                audit: auditLog,
+                audits: audit,
+                store: store,
+                logger: logger
+            )
+        }
     }
 
     /// An application serving the API on the configured address; `onServerRunning` receives the
@@ -113,57 +144,14 @@ public struct RevokerAPI: Sendable {
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ProblemMiddleware())
-        let store = DatabaseDeadline(limit: settings.databaseTimeout)
-        let deliveries = WebhookDeliveries(client: database, logger: logger)
-        HealthController(
-            database: database,
-            queue: queue,
-            deliveries: deliveries,
-            auditSigner: auditSigner,
-            metrics: metrics,
-            registry: registry,
-            logger: logger
-        ).addRoutes(to: router)
-
+        health.addRoutes(to: router)
         let v1 = router.group("v1")
-        RevocationsController(
-            queue: queue,
-            keys: keys,
-            rules: EnqueueRules(served: clientIDs, providers: providers),
-            defaultMaxAttempts: defaultMaxAttempts,
-            maxBodyBytes: settings.maxBodyBytes,
-            metrics: metrics,
-            store: store,
-            logger: logger
-        ).addRoutes(to: v1)
-        auditController.addRoutes(to: v1)
-        EventsController(
-            feed: EventFeed(client: database, logger: logger),
-            deliveries: deliveries,
-            webhookApps: webhookApps,
-            keys: keys,
-            store: store
-        ).addRoutes(to: v1)
-        InboxController(
-            inboxes: inboxes,
-            messages: ProviderMessages(client: database, logger: logger),
-            metrics: metrics,
-            databaseTimeout: settings.databaseTimeout
-        ).addRoutes(to: v1)
+        revocations.addRoutes(to: v1)
+        audit.addRoutes(to: v1)
+        events.addRoutes(to: v1)
+        inboxes.addRoutes(to: v1)
         // Added last, so it wraps only the not-found answer.
-        if let ui = settings.ui {
-            CompliancePagesController(
-                ui: ui,
-                keys: keys,
-                database: database,
-                queue: queue,
-                audit: AuditLog(client: database, logger: logger),
-                audits: auditController,
-                databaseTimeout: settings.databaseTimeout,
-                store: store,
-                logger: logger
-            ).addRoutes(to: router)
-        }
+        pages?.addRoutes(to: router)
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))
         return router
     }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import RevokerEvidence
 import RevokerStore
 import Synchronization
 
@@ -45,7 +46,7 @@ actor MigratedTemplate {
     /// The migrations' combined checksum, short: a template says which schema it holds.
     static var migrationsChecksum: String {
         let all = Migration.all.map(\.checksum).joined(separator: ",")
-        return SHA256.hash(data: Array(all.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+        return SHA256.hash(data: Array(all.utf8)).prefix(6).hex
     }
 
     private static func make(on server: String, logger: Logger) async throws -> String {

@@ -25,7 +25,6 @@ public struct AppleNotificationInbox: ProviderInbox {
         self.verifier = verifier
     }
 
-    public var provider: ProviderName { .apple }
     public var routes: [String] { ["apple/notifications", "apple/notifications/{client_id}"] }
     /// Apple's bodies are a few kilobytes.
     public var maximumBodyBytes: Int { 16 * 1024 }

@@ -1,4 +1,5 @@
 import Foundation
+import RevokerEvidence
 import RevokerHTTP
 
 extension ConfigurationFile {
@@ -74,7 +75,7 @@ extension ConfigurationFile {
                 guard !http.apiKeys.contains(where: { $0.name == entry.name }) else {
                     throw ConfigurationError("\(place): the name '\(entry.name)' is used twice.")
                 }
-                guard let digest = Self.hexBytes(entry.sha256), digest.count == 32 else {
+                guard let digest = [UInt8](hex: entry.sha256), digest.count == 32 else {
                     throw ConfigurationError("\(place): sha256 must be 64 hex digits (the SHA-256 of the key; `revoker api-key` prints it).")
                 }
                 var scopes: Set<APIScope> = []
@@ -93,17 +94,6 @@ extension ConfigurationFile {
             }
             http.ui = try ui?.settings(source: source)
             return http
-        }
-
-        static func hexBytes(_ text: String) -> [UInt8]? {
-            let characters = Array(text.lowercased().utf8)
-            guard characters.count % 2 == 0 else { return nil }
-            var bytes: [UInt8] = []
-            for index in stride(from: 0, to: characters.count, by: 2) {
-                guard let byte = UInt8(String(decoding: characters[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
-                bytes.append(byte)
-            }
-            return bytes
         }
     }
 }

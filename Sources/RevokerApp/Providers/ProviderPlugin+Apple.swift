@@ -7,7 +7,6 @@ extension ProviderPlugin {
     /// Sign in with Apple: the apps under `apps`, and Apple's server-to-server notifications,
     /// which share the provider's cache of Apple's keys.
     static let apple = ProviderPlugin(
-        name: .apple,
         make: { configuration, clients, logger in
             let client = client(configuration, clients, logger)
             let keys = AppleKeySet(client: client)

@@ -5,7 +5,6 @@ extension ProviderPlugin {
     /// Sign in with Google: the apps under `google.apps`, and Cross-Account Protection's security
     /// events (received only when a Google app is configured).
     static let google = ProviderPlugin(
-        name: .google,
         make: { configuration, clients, logger in
             let client = GoogleClient(clients: clients, configuration: configuration.google, logger: logger)
             let apps = configuration.googleApps.values

@@ -13,8 +13,6 @@ struct ProviderPlugin: Sendable {
         var inboxes: [any ProviderInbox]
     }
 
-    /// The provider's name.
-    var name: ProviderName
     /// Makes the provider with its configured apps, and its inboxes.
     var make: @Sendable (RevokerConfiguration, ProviderHTTPClients, Logger) async throws -> Parts
     /// Its inboxes when no provider is made (an API with nothing to ask a provider): their

@@ -19,7 +19,6 @@ struct AuditController {
     /// Signs receipts (and the checkpoints they need); without it there are none.
     let auditSigner: AuditSigner?
     let verifications = AuditVerificationGate()
-    let databaseTimeout: Duration
     let store: DatabaseDeadline
     let logger: Logger
 
@@ -90,7 +89,7 @@ struct AuditController {
         }
         let receipts = AuditReceipts(client: database, logger: logger)
         // Longer than one statement: it may wait for a checkpoint to cover the latest rows.
-        let issued = try await withDeadline(databaseTimeout + .seconds(15)) {
+        let issued = try await withDeadline(store.limit + .seconds(15)) {
             try await receipts.issue(requestID: id, signer: signer, wait: .seconds(10))
         }
         guard let receipt = issued else {

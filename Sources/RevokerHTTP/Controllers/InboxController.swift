@@ -2,7 +2,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import NIOHTTP1
 import RevokerProvider
 import RevokerStore
 
@@ -17,7 +16,7 @@ struct InboxController {
     let inboxes: [any ProviderInbox]
     let messages: ProviderMessages
     let metrics: APIMetrics
-    let databaseTimeout: Duration
+    let store: DatabaseDeadline
 
     func addRoutes(to group: RouterGroup<APIRequestContext>) {
         for inbox in inboxes {
@@ -32,16 +31,19 @@ struct InboxController {
     func receive(_ request: Request, context: APIRequestContext, inbox: some ProviderInbox) async throws -> Response {
         if let reason = inbox.closedReason { throw APIProblem.notFound(reason) }
         let result = { (result: String) in metrics.inboxMessage(inbox.metricLabel, result: result) }
-        let message: ProviderMessage
+        // The body is read apart from verifying: too large is the sender's malformed body, broken
+        // framing (400) or a body too slow (408) the sender's doing, never a key failure.
+        let limit = inbox.maximumBodyBytes
+        let body: [UInt8]
         do {
-            // The body is read apart from verifying: too large is the sender's malformed body,
-            // broken framing (400) or a body too slow (408) the sender's doing, never a key failure.
-            let limit = inbox.maximumBodyBytes
-            let body = try await JSONInput.body(request, limit: limit, tooLarge: APIProblem.badRequest("larger than \(limit) bytes"))
-            message = try await inbox.receive(body, clientID: context.parameters.get("client_id"))
-        } catch let problem as APIProblem where problem.status == .badRequest {
+            body = try await JSONInput.body(request, limit: limit, tooLarge: APIProblem.badRequest("larger than \(limit) bytes"))
+        } catch let problem as APIProblem {
             result("malformed_body")
             return try refusal(.malformedBody("The body is \(problem.detail)."), inbox: inbox)
+        }
+        let message: ProviderMessage
+        do {
+            message = try await inbox.receive(body, clientID: context.parameters.get("client_id"))
         } catch let refusal as InboxRefusal {
             result(refusal.code)
             context.logger.notice(
@@ -49,7 +51,7 @@ struct InboxController {
                 metadata: ["revoker.provider": "\(inbox.provider)", "revoker.error": "\(refusal.code)"]
             )
             return try self.refusal(refusal, inbox: inbox)
-        } catch let error where !(error is APIProblem) && !(error is HTTPParserError) && !(error is RequestBodyTimeout) {
+        } catch {
             // The provider's keys could not be fetched: not the sender's fault.
             result("keys_unavailable")
             context.logger.warning("Could not fetch a provider's keys to verify its message", metadata: ["revoker.provider": "\(inbox.provider)"])
@@ -59,7 +61,7 @@ struct InboxController {
         }
         let receipt: MessageReceipt
         do {
-            receipt = try await withDeadline(databaseTimeout) { [messages, logger = context.logger] in
+            receipt = try await store { [messages, logger = context.logger] in
                 try await messages.receive(message, into: inbox.table, logger: logger)
             }
         } catch {

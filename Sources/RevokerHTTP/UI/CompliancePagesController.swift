@@ -17,7 +17,6 @@ struct CompliancePagesController {
     let audit: AuditLog
     /// Issues the receipts the pages offer.
     let audits: AuditController
-    let databaseTimeout: Duration
     let store: DatabaseDeadline
     let logger: Logger
 
@@ -27,7 +26,7 @@ struct CompliancePagesController {
             settings: ui,
             keys: keys,
             sessions: UISessions(client: database, logger: logger),
-            databaseTimeout: databaseTimeout
+            databaseTimeout: store.limit
         )
         pages.get { request, _ in
             try await gate.session(request) == nil

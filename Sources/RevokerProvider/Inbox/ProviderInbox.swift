@@ -6,8 +6,6 @@
 /// through one inbox; neither knows which provider it is. The sender cannot send an API key:
 /// the message's signature, verified completely, is its authentication.
 public protocol ProviderInbox: Sendable {
-    /// The provider whose messages these are.
-    var provider: ProviderName { get }
     /// The paths under `/v1` it is reached at, e.g. `apple/notifications/{client_id}`: a
     /// `{client_id}` segment names the app the message must be for.
     var routes: [String] { get }
@@ -35,6 +33,11 @@ public protocol ProviderInbox: Sendable {
     /// The answer to a refusal in the provider's own error shape, or nil for the API's own
     /// (an RFC 9457 problem naming the field).
     func refused(_ refusal: InboxRefusal) -> InboxAnswer?
+}
+
+extension ProviderInbox {
+    /// The provider whose messages these are.
+    public var provider: ProviderName { table.provider }
 }
 
 /// A body an inbox refuses: a bounded `code` for metrics and logs, and a sentence safe to show

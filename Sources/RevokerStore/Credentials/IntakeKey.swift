@@ -1,6 +1,7 @@
 import Crypto
 import CryptoExtras
 import Foundation
+import RevokerEvidence
 
 /// An RSA key pair for the SQL intake: PostgreSQL encrypts with the public half (OpenPGP, via pgcrypto), the worker opens with the private half.
 ///
@@ -27,7 +28,7 @@ public struct IntakeKey: Sendable {
         let fingerprint = Array(Insecure.SHA1.hash(data: [0x99] + length + body))
         self.key = key
         self.keyID = Array(fingerprint.suffix(8))
-        self.id = Self.hex(keyID)
+        self.id = keyID.hex
         self.openPGPPublicKey = [0xB9] + length + body  // old-format header, tag 14, two-octet length
     }
 
@@ -49,7 +50,7 @@ public struct IntakeKey: Sendable {
     /// The key ID a message produced by `pgp_pub_encrypt(_bytea)` names in its public-key-encrypted session key packet,
     /// so a caller holding several keys (during rotation) can pick the right one.
     public static func recipientID(of message: [UInt8]) throws -> String {
-        hex(try Message(message).keyID)
+        try Message(message).keyID.hex
     }
 
     /// Decrypts a message from `pgp_pub_encrypt_bytea` for this key and returns the literal data's bytes.
@@ -98,10 +99,6 @@ public struct IntakeKey: Sendable {
         let trimmed = bytes.drop { $0 == 0 }
         let bits = trimmed.first.map { (trimmed.count - 1) * 8 + (8 - $0.leadingZeroBitCount) } ?? 0
         return [UInt8(truncatingIfNeeded: bits >> 8), UInt8(truncatingIfNeeded: bits)] + trimmed
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
     }
 }
 

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerEvidence
 
 /// One numbered SQL migration (embedded from `Sources/RevokerStore/Migrations`, which the
 /// repository's `migrations/` links to).
@@ -15,7 +16,7 @@ public struct Migration: Sendable, Hashable {
 
     /// sha256 (hex) of the file's bytes.
     public var checksum: String {
-        SHA256.hash(data: Array(self.sql.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Array(self.sql.utf8)).hex
     }
 
     /// Creates a migration.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Crypto
 import Foundation
+import RevokerEvidence
 import RevokerHTTP
 
 struct APIKeyCommand: ParsableCommand {
@@ -47,7 +48,7 @@ struct APIKeyCommand: ParsableCommand {
             "rvk_"
             + Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
-        let digest = SHA256.hash(data: Array(key.utf8)).map { String(format: "%02x", $0) }.joined()
+        let digest = SHA256.hash(data: Array(key.utf8)).hex
         var entry: [String: Any] = ["name": name, "sha256": digest, "scopes": scopes]
         if !clientIDs.isEmpty { entry["client_ids"] = clientIDs }
         let json = (try? JSONSerialization.data(withJSONObject: entry, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? ""
