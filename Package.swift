@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        // Layering without its file formats: Revoker reads its file strictly itself.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: []),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -49,6 +51,7 @@ let package = Package(
         .target(
             name: "RevokerProvider",
             dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
@@ -62,6 +65,7 @@ let package = Package(
         .target(
             name: "AppleSignIn",
             dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
                 "RevokerProvider",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -75,6 +79,7 @@ let package = Package(
         .target(
             name: "GoogleSignIn",
             dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
                 "RevokerProvider",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -212,6 +217,7 @@ let package = Package(
         .target(
             name: "RevokerApp",
             dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
                 "AppleSignIn",
                 "GoogleSignIn",
                 "RevokerWebhooks",
@@ -474,6 +480,7 @@ let package = Package(
         .testTarget(
             name: "RevokerCLITests",
             dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
                 "AppleSignIn",
                 "AppleSignInSandbox",
                 "GoogleSignInSandbox",

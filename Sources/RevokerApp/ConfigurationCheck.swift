@@ -24,7 +24,8 @@ public enum ConfigurationCheck {
         var reports: [ProviderCheckReport] = []
         let clients = online ? configuration.makeProviderHTTPClients() : nil
         do {
-            for plugin in ProviderPlugin.registered { reports.append(try await plugin.check(configuration, clients, logger)) }
+            let context = configuration.providerContext(logger: logger)
+            for provider in configuration.providers { reports.append(await provider.check(clients, context)) }
             try await clients?.shutdown()
         } catch {
             try? await clients?.shutdown()

@@ -90,7 +90,7 @@ public struct RevokerApp: Sendable {
         // A serving process makes the SQL path match its configuration; one-shot commands,
         // which may run with a partial configuration, leave it alone.
         let queue = self.queue
-        let clientIDs = Array(configuration.apps.keys)
+        let clientIDs = Array(configuration.sqlIntakeClientIDs)
         var publish: (@Sendable () async throws -> Void)?
         if !parts.isEmpty {
             publish = { @Sendable in try await queue.publishSQLIntake(clientIDs: clientIDs) }
@@ -129,10 +129,10 @@ public struct RevokerApp: Sendable {
         // One pool to the providers and one cache of each provider's keys for the worker's
         // identity tokens, the API's notifications and the identity tokens requests carry.
         var providers = SignInProviders([])
-        var inboxes = ProviderPlugin.registered.flatMap(\.closedInboxes)
-        // An API without apps or notifications has nothing to ask a provider.
-        let hasApps = !configuration.apps.isEmpty || !configuration.googleApps.isEmpty
-        if parts.contains(.worker) || (parts.contains(.api) && (configuration.appleNotifications != nil || hasApps)) {
+        var inboxes = RevokerConfiguration.plugins.flatMap(\.closedInboxes)
+        // An API without apps or messages to receive has nothing to ask a provider.
+        let active = configuration.providers.contains { !$0.settings.clientIDs.isEmpty || $0.settings.receivesMessages }
+        if parts.contains(.worker) || (parts.contains(.api) && active) {
             let clients = configuration.makeProviderHTTPClients()
             services.append(.init(service: HTTPClientService(clients: clients.all), serviceName: "provider-http-clients"))
             do {
@@ -324,7 +324,7 @@ public struct RevokerApp: Sendable {
     /// keys for the SQL enqueue path: what `revoker migrate` does. Returns the versions applied.
     public func migrate() async throws -> [Int] {
         let applied = try await Migrator(client: database, logger: logger).migrate()
-        try await queue.publishSQLIntake(clientIDs: configuration.apps.keys)
+        try await queue.publishSQLIntake(clientIDs: configuration.sqlIntakeClientIDs)
         return applied
     }
 
@@ -356,11 +356,18 @@ public struct RevokerApp: Sendable {
         if let file = configuration.extraTrustRootsFile {
             logger.notice("Calls to providers also trust the authorities in \(file) (extra_trust_roots_file, a test setting)")
         }
-        var made: [ProviderPlugin.Parts] = []
-        for plugin in ProviderPlugin.registered {
-            made.append(try await plugin.make(configuration, clients, logger))
+        let context = configuration.providerContext(logger: logger)
+        var made: [ProviderParts] = []
+        for provider in configuration.providers {
+            do {
+                made.append(try await provider.make(clients, context))
+            } catch let error as ConfigurationError {
+                throw RevokerAppError(.configuration, error.message)
+            }
         }
-        return (SignInProviders(made.map(\.provider)), made.flatMap(\.inboxes))
+        // A registered provider left out of a configuration built in code still answers at its routes.
+        let closed = RevokerConfiguration.plugins.filter { plugin in !made.contains { $0.provider.name == plugin.name } }
+        return (SignInProviders(made.map(\.provider)), made.flatMap(\.inboxes) + closed.flatMap(\.closedInboxes))
     }
 }
 

@@ -1,5 +1,6 @@
 import AppleSignIn
 import AppleSignInSandbox
+import Configuration
 import Crypto
 import Foundation
 import GoogleSignIn
@@ -8,10 +9,12 @@ import RevokerApp
 import RevokerEvidence
 import RevokerHTTP
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import RevokerWebhooks
 import RevokerWorker
+import Synchronization
 import Testing
 
 /// The configuration's contract, pinned before it is re-implemented: every key of
@@ -59,7 +62,6 @@ struct ConfigurationContractTests {
         #expect(configuration.googleApps.count == example["google"]?["apps"]?.items.count)
         #expect(configuration.webhooks.count == example["webhooks"]?.items.count)
         #expect(configuration.http.apiKeys.count == example["http"]?["api_keys"]?.items.count)
-        #expect(configuration.google.timeout == configuration.worker.providerTimeout, "Google's calls have the worker's provider timeout")
         #expect(configuration.warnings == [], "the generated secret files are mode 600")
     }
 
@@ -100,7 +102,7 @@ struct ConfigurationContractTests {
         let documented = try readmeVariables()
         #expect(documented.count >= 20, "the README's table of variables was found: \(documented)")
         for name in documented where !knownVariables.contains(name) {
-            Issue.record("The README documents \(name), which is not one of RevokerConfiguration.Variable's names.")
+            Issue.record("The README documents \(name), which is not one of RevokerConfiguration.variableNames.")
         }
 
         let materials = try Materials()
@@ -166,10 +168,8 @@ struct ConfigurationContractTests {
         }
         let current = try load(["provider_timeout_seconds": .number(7.5)])
         #expect(current.worker.providerTimeout == .milliseconds(7500))
-        #expect(current.google.timeout == .milliseconds(7500), "Google's calls take the same timeout")
         let older = try load(["apple_timeout_seconds": .number(3)])
         #expect(older.worker.providerTimeout == .seconds(3))
-        #expect(older.google.timeout == .seconds(3))
         let unset = try load([:])
         #expect(unset.worker.providerTimeout == WorkerSettings().providerTimeout)
 
@@ -188,6 +188,65 @@ struct ConfigurationContractTests {
                 #expect(message.contains("between 0.1 and 120"), "the range: \(message)")
                 #expect(isOneLine(message))
             }
+        }
+    }
+
+    /// A variable that cannot be its setting's type, or lies outside its range, is refused
+    /// naming the variable, not the file's key.
+    @Test("a bad environment variable is refused, naming the variable")
+    func badVariable() throws {
+        let cases: [(String, String, [String])] = [
+            (RevokerConfiguration.Variable.httpPort, "eighty", ["REVOKER_HTTP_PORT", "must be an integer"]),
+            (RevokerConfiguration.Variable.httpPort, "70000", ["REVOKER_HTTP_PORT", "between 0 (any free port) and 65535"]),
+            (AppleSettings.Variable.baseURL, "ftp://apple.example", ["REVOKER_APPLE_BASE_URL", "not an http(s) URL"]),
+            (GoogleSettings.Variable.certsURL, "keys", ["REVOKER_GOOGLE_CERTS_URL", "not an http(s) URL"]),
+        ]
+        for (name, value, mentions) in cases {
+            let error = #expect(throws: ConfigurationError.self, "\(name)=\(value) is refused") {
+                try RevokerConfiguration.load(file: nil, environment: [name: value], needs: [])
+            }
+            guard let message = error?.message else { continue }
+            for mention in mentions { #expect(message.contains(mention), "names \(mention): \(message)") }
+            #expect(isOneLine(message))
+        }
+        // An empty variable is not set: the file's value stands.
+        let materials = try Materials()
+        defer { materials.remove() }
+        let file = try materials.write(.object(["http": .object(["port": .number(9091)])]))
+        let configuration = try RevokerConfiguration.load(file: file, environment: [RevokerConfiguration.Variable.httpPort: ""], needs: [])
+        #expect(configuration.http.port == 9091)
+    }
+
+    /// The values that hold secrets (the database password, sealing keys, an Apple key) are
+    /// marked secret where they are read, from the file or the environment, so that an access
+    /// log redacts them; the others are not.
+    @Test("secrets are marked secret when read, from the file and the environment")
+    func secretsAreMarked() throws {
+        let materials = try Materials()
+        defer { materials.remove() }
+        let pem = try LocalAppFiles(clientID: "com.example.secret", teamID: "TEAMSECRET", keyID: "KEYSECRET1", directory: materials.directory)
+        let file = try materials.write(
+            .object(["database_url": .string("postgres://u:file-password@h/d"), "http": .object(["host": .string("::1")])])
+        )
+        let reads = ReadLog()
+        _ = try RevokerConfiguration.load(
+            file: file,
+            environment: [
+                RevokerConfiguration.Variable.sealingKeys: try CredentialKeyring.generateEntry(keyID: "env"),
+                AppleSettings.Variable.clientID: pem.clientID, AppleSettings.Variable.teamID: pem.teamID, AppleSettings.Variable.keyID: pem.keyID,
+                AppleSettings.Variable.privateKey: try String(contentsOfFile: pem.privateKeyFile, encoding: .utf8),
+            ],
+            needs: [],
+            accessReporter: reads
+        )
+        let secret: Set<String> = ["database_url", "sealing_keys", "apple_app.private_key"]
+        let found = reads.values
+        for key in secret.sorted() {
+            #expect(found[key]?.isEmpty == false, "\(key) was read")
+            #expect(found[key]?.allSatisfy { $0 } == true, "\(key) is marked secret by every source that has it")
+        }
+        for key in ["http.host", "apple_app.client_id"] {
+            #expect(found[key]?.isEmpty == false && found[key]?.contains(true) == false, "\(key) is not a secret")
         }
     }
 
@@ -330,7 +389,29 @@ struct ConfigurationContractTests {
     }
 }
 
+/// Every value a source had for each key read, as whether it was marked secret.
+private final class ReadLog: AccessReporter, Sendable {
+    private let log = Mutex<[String: [Bool]]>([:])
+
+    func report(_ event: AccessEvent) {
+        let key = event.metadata.key.components.joined(separator: ".")
+        let marks = event.providerResults.compactMap { try? $0.result.get().value?.isSecret }
+        log.withLock { $0[key, default: []] += marks }
+    }
+
+    var values: [String: [Bool]] { log.withLock { $0 } }
+}
+
 // MARK: - The example's settings
+
+/// The providers' settings under the names the file's keys had before each provider read its own.
+extension RevokerConfiguration {
+    fileprivate var apps: [String: AppleAppSettings] { settings(AppleSettings.self)?.apps ?? [:] }
+    fileprivate var appleBaseURL: String { settings(AppleSettings.self)?.baseURL ?? "" }
+    fileprivate var appleNotifications: AppleNotificationVerifier.Settings? { settings(AppleSettings.self)?.notifications }
+    fileprivate var googleApps: [String: GoogleApp] { settings(GoogleSettings.self)?.apps ?? [:] }
+    fileprivate var google: GoogleClient.Configuration { settings(GoogleSettings.self)?.client ?? .init() }
+}
 
 /// How one key of the configuration file arrives in the loaded configuration.
 private struct Setting {
@@ -527,16 +608,8 @@ private func arrayEntries(of json: JSON, path: [Step] = []) -> [(pattern: String
 
 // MARK: - The environment variables
 
-/// Every `RevokerConfiguration.Variable`.
-private let knownVariables: Set<String> = {
-    typealias V = RevokerConfiguration.Variable
-    return [
-        V.configFile, V.databaseURL, V.appleBaseURL, V.extraTrustRootsFile, V.sealingKeys, V.sealingKeysFile, V.intakeKeysFile,
-        V.clientID, V.teamID, V.keyID, V.privateKeyFile, V.privateKey, V.redirectURI, V.httpHost, V.httpPort, V.auditSigningKeyFile,
-        V.auditWitnessPath, V.googleClientID, V.googleClientSecretFile, V.googleAudiences, V.googleRedirectURI, V.googleOAuthBaseURL,
-        V.googleCertsURL, V.googleRISCConfigurationURL,
-    ]
-}()
+/// Every variable Revoker reads: the assembly's and each provider's.
+private let knownVariables = Set(RevokerConfiguration.variableNames)
 
 /// The names in the first column of the README's table of variables (the one with `DATABASE_URL`).
 private func readmeVariables() throws -> [String] {
@@ -578,18 +651,20 @@ private struct VariableCase {
 
     static func all(_ materials: Materials) throws -> [String: VariableCase] {
         typealias V = RevokerConfiguration.Variable
+        typealias A = AppleSettings.Variable
+        typealias G = GoogleSettings.Variable
         // The example's apps, which the environment's replace.
         let appleID = "com.example.web"
         let googleID = "123456789012-web.apps.googleusercontent.com"
 
         let appleKey = try LocalAppFiles(clientID: appleID, teamID: "ENVTEAM001", keyID: "ENVKEY0001", directory: materials.directory)
-        let apple = [V.clientID: appleID, V.teamID: appleKey.teamID, V.keyID: appleKey.keyID, V.privateKeyFile: appleKey.privateKeyFile]
+        let apple = [A.clientID: appleID, A.teamID: appleKey.teamID, A.keyID: appleKey.keyID, A.privateKeyFile: appleKey.privateKeyFile]
         let otherApple = try LocalAppFiles(clientID: "com.example.env", teamID: "ENVTEAM001", keyID: "ENVKEY0002", directory: materials.directory)
         let otherAppleEnvironment = [
-            V.clientID: otherApple.clientID, V.teamID: otherApple.teamID, V.keyID: otherApple.keyID, V.privateKeyFile: otherApple.privateKeyFile,
+            A.clientID: otherApple.clientID, A.teamID: otherApple.teamID, A.keyID: otherApple.keyID, A.privateKeyFile: otherApple.privateKeyFile,
         ]
         let googleSecret = try materials.googleSecretFile(clientID: googleID)
-        let google = [V.googleClientID: googleID, V.googleClientSecretFile: googleSecret.path]
+        let google = [G.clientID: googleID, G.clientSecretFile: googleSecret.path]
         // The plain form of a secret file: the secret alone.
         let otherGoogle = try LocalGoogleAppFiles(clientID: "987654321098-env.apps.googleusercontent.com", directory: materials.directory)
         let signingKey = try materials.auditSigningKeyFile()
@@ -615,82 +690,82 @@ private struct VariableCase {
                 read: { .array($0.intakeKeys.map { .string($0.id) }) },
                 expected: .array([.string(try sharedIntakeKeys.get().1.id)])
             ),
-            V.clientID: VariableCase(
+            A.clientID: VariableCase(
                 environment: otherAppleEnvironment,
                 read: { .bool($0.apps[otherApple.clientID] != nil) },
                 expected: .bool(true),
                 needs: .apps,
                 overridesFile: false,
-                lacking: [V.teamID, V.keyID, V.privateKeyFile]
+                lacking: [A.teamID, A.keyID, A.privateKeyFile]
             ),
-            V.teamID: VariableCase(
+            A.teamID: VariableCase(
                 environment: apple,
                 read: { .text($0.apps[appleID]?.apple.teamID) },
                 expected: .string("ENVTEAM001"),
-                lacking: [V.clientID, V.keyID, V.privateKeyFile]
+                lacking: [A.clientID, A.keyID, A.privateKeyFile]
             ),
-            V.keyID: VariableCase(
+            A.keyID: VariableCase(
                 environment: apple,
                 read: { .text($0.apps[appleID]?.apple.keyID) },
                 expected: .string("ENVKEY0001"),
-                lacking: [V.clientID, V.teamID, V.privateKeyFile]
+                lacking: [A.clientID, A.teamID, A.privateKeyFile]
             ),
-            V.privateKeyFile: VariableCase(
+            A.privateKeyFile: VariableCase(
                 environment: apple,
                 read: { .text($0.apps[appleID]?.apple.signingKey.publicKeyPEM) },
                 expected: .string(appleKey.publicKeyPEM),
-                lacking: [V.clientID, V.teamID, V.keyID]
+                lacking: [A.clientID, A.teamID, A.keyID]
             ),
-            V.redirectURI: VariableCase(
-                environment: apple.merging([V.redirectURI: "https://env.example.com/auth/apple"]) { $1 },
+            A.redirectURI: VariableCase(
+                environment: apple.merging([A.redirectURI: "https://env.example.com/auth/apple"]) { $1 },
                 read: { .text($0.apps[appleID]?.defaultRedirectURI) },
                 expected: .string("https://env.example.com/auth/apple")
             ),
-            V.appleBaseURL: VariableCase(
-                environment: [V.appleBaseURL: "http://127.0.0.1:9"],
+            A.baseURL: VariableCase(
+                environment: [A.baseURL: "http://127.0.0.1:9"],
                 read: { .string($0.appleBaseURL) },
                 expected: .string("http://127.0.0.1:9")
             ),
-            V.googleClientID: VariableCase(
-                environment: [V.googleClientID: otherGoogle.clientID, V.googleClientSecretFile: otherGoogle.clientSecretFile],
+            G.clientID: VariableCase(
+                environment: [G.clientID: otherGoogle.clientID, G.clientSecretFile: otherGoogle.clientSecretFile],
                 read: { .text($0.googleApps[otherGoogle.clientID].map { fingerprint(ofGoogleSecret: $0.clientSecret.value) }) },
                 expected: .string(fingerprint(ofGoogleSecret: otherGoogle.clientSecret)),
                 needs: .apps,
                 overridesFile: false,
-                lacking: [V.googleClientSecretFile]
+                lacking: [G.clientSecretFile]
             ),
-            V.googleClientSecretFile: VariableCase(
+            G.clientSecretFile: VariableCase(
                 environment: google,
                 read: { .text($0.googleApps[googleID].map { fingerprint(ofGoogleSecret: $0.clientSecret.value) }) },
                 expected: googleSecret.fingerprint,
-                lacking: [V.googleClientID]
+                lacking: [G.clientID]
             ),
-            V.googleAudiences: VariableCase(
+            G.audiences: VariableCase(
                 environment: google.merging([
-                    V.googleAudiences: "123456789012-tv.apps.googleusercontent.com, 123456789012-watch.apps.googleusercontent.com"
+                    G.audiences: "123456789012-tv.apps.googleusercontent.com, 123456789012-watch.apps.googleusercontent.com"
                 ]) { $1 },
                 read: { $0.googleApps[googleID].map { .array($0.audiences.map(JSON.string)) } ?? .null },
                 expected: .array(
                     [googleID, "123456789012-tv.apps.googleusercontent.com", "123456789012-watch.apps.googleusercontent.com"].map(JSON.string)
                 )
             ),
-            V.googleRedirectURI: VariableCase(
-                environment: google.merging([V.googleRedirectURI: "https://env.example.com/auth/google"]) { $1 },
+            G.redirectURI: VariableCase(
+                environment: google.merging([G.redirectURI: "https://env.example.com/auth/google"]) { $1 },
                 read: { .text($0.googleApps[googleID]?.defaultRedirectURI) },
                 expected: .string("https://env.example.com/auth/google")
             ),
-            V.googleOAuthBaseURL: VariableCase(
-                environment: [V.googleOAuthBaseURL: "http://127.0.0.1:9/google"],
+            G.oauthBaseURL: VariableCase(
+                environment: [G.oauthBaseURL: "http://127.0.0.1:9/google"],
                 read: { .string($0.google.oauthBaseURL) },
                 expected: .string("http://127.0.0.1:9/google")
             ),
-            V.googleCertsURL: VariableCase(
-                environment: [V.googleCertsURL: "http://127.0.0.1:9/google/oauth2/v3/certs"],
+            G.certsURL: VariableCase(
+                environment: [G.certsURL: "http://127.0.0.1:9/google/oauth2/v3/certs"],
                 read: { .string($0.google.certsURL) },
                 expected: .string("http://127.0.0.1:9/google/oauth2/v3/certs")
             ),
-            V.googleRISCConfigurationURL: VariableCase(
-                environment: [V.googleRISCConfigurationURL: "http://127.0.0.1:9/google/.well-known/risc-configuration"],
+            G.riscConfigurationURL: VariableCase(
+                environment: [G.riscConfigurationURL: "http://127.0.0.1:9/google/.well-known/risc-configuration"],
                 read: { .string($0.google.riscConfigurationURL) },
                 expected: .string("http://127.0.0.1:9/google/.well-known/risc-configuration")
             ),

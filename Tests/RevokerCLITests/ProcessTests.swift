@@ -240,7 +240,7 @@ struct ProcessTests {
             // A code that was already used: the request fails as code_rejected.
             let used = try await harness.enqueue(clientID: "com.example.notes", reference: "used", kind: .authorizationCode)
             try await harness.sandbox.withClient { client in
-                let app = try #require(harness.configuration.apps["com.example.notes"]).apple
+                let app = try #require(harness.configuration.settings(AppleSettings.self)?.apps["com.example.notes"]).apple
                 _ = try await AppleAppClient(client: client, signer: try await ClientSecretSigner(app: app)).exchange(
                     code: used.secret,
                     redirectURI: nil

@@ -212,14 +212,11 @@ struct AuditServiceAPITests {
 
     /// The router's routes, from the API as the assembly builds it (never run, so its client never connects).
     func routeList() async throws -> [(method: String, path: String)] {
-        var configuration = RevokerConfiguration(
+        // No provider: one would bring a client for its keys, which must be run to be shut down.
+        let configuration = RevokerConfiguration(
             databaseURL: "postgres://nobody@127.0.0.1:9/none",
-            appleBaseURL: "http://127.0.0.1:9",
-            keyring: try CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "routes")),
-            apps: [:]
+            keyring: try CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "routes"))
         )
-        // Receiving notifications would bring a client for Apple's keys, which must be run to be shut down.
-        configuration.appleNotifications = nil
         let app = try await RevokerApp(configuration: configuration, parts: .api, logger: Logger(label: "routes"))
         let api = try #require(app.api)
         return api.router().routes.map { ($0.method.rawValue, $0.path.description) }

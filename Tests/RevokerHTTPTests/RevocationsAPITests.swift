@@ -1,3 +1,4 @@
+import AppleSignIn
 import AppleSignInSandbox
 import Foundation
 import NIOHTTP1
@@ -211,7 +212,7 @@ struct RevocationsAPITests {
 
             // A worker that lacks the app's configuration fails the request as client_misconfigured.
             var missing = api.stack.configuration
-            missing.apps["com.example.photos"] = nil
+            missing.update(ApplePlugin.self) { $0.apps["com.example.photos"] = nil }
             _ = try await api.stack.drain(configuration: missing)
             let failed = try await api.call(.GET, "/v1/revocations/\(id)", key: api.keys.reader)
             #expect(failed.json["outcome"] as? String == "client_misconfigured")

@@ -28,7 +28,7 @@ struct ExchangeWindowTests {
             try await stack.sandbox.withClient { client in
                 let app = AppleAppClient(
                     client: client,
-                    signer: try await ClientSecretSigner(app: try #require(stack.configuration.apps[Self.notes]).apple)
+                    signer: try await ClientSecretSigner(app: try #require(stack.configuration.settings(AppleSettings.self)?.apps[Self.notes]).apple)
                 )
                 let response = try await app.exchange(code: burnt.secret, redirectURI: nil)
                 stack.secrets.add(response.refreshToken ?? "")

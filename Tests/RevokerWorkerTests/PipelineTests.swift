@@ -33,7 +33,7 @@ struct PipelineTests {
             try await harness.sandbox.withClient { client in
                 let app = AppleAppClient(
                     client: client,
-                    signer: try await ClientSecretSigner(app: try #require(harness.configuration.apps[notes]).apple)
+                    signer: try await ClientSecretSigner(app: try #require(harness.configuration.settings(AppleSettings.self)?.apps[notes]).apple)
                 )
                 try await app.revoke(token: revoked.secret, hint: .refreshToken)
             }

@@ -1,7 +1,7 @@
-import AppleSignIn
 import AsyncHTTPClient
+import Configuration
 import Foundation
-import GoogleSignIn
+import Logging
 import NIOSSL
 import PostgresNIO
 import RevokerEvidence
@@ -14,31 +14,23 @@ import RevokerWorker
 /// Everything Revoker needs to run, from a JSON file and the environment.
 ///
 /// The file serves many apps; environment variables serve the one-app case and override the
-/// file's top-level settings. Secrets are read from files or the environment, never from
-/// the command line.
+/// file's settings. Each registered provider reads its own part (``plugins``). Secrets are read
+/// from files or the environment, never from the command line.
 public struct RevokerConfiguration: Sendable {
     /// `postgres://user:password@host:port/database`.
     public var databaseURL: String
-    /// Apple's base URL, or the sandbox's.
-    public var appleBaseURL: String
     /// Authorities trusted beside the system's for calls to providers, and the file they came
     /// from: a sandbox's throw-away authority, for tests only.
     public var extraTrustRoots: [NIOSSLCertificate] = []
     public var extraTrustRootsFile: String?
     /// Keys sealing credentials at rest (a throw-away key when the command needs none).
     public var keyring: CredentialKeyring
-    /// The Apple apps served, by client_id.
-    public var apps: [String: AppleAppSettings]
-    /// The Google apps served, by client_id.
-    public var googleApps: [String: GoogleApp] = [:]
-    /// Where Google is (its production endpoints unless set), with the worker's timeout.
-    public var google = GoogleClient.Configuration()
+    /// Each registered provider with its settings, in ``plugins``' order.
+    public var providers: [ConfiguredProvider] = []
     /// Worker tuning.
     public var worker: WorkerSettings
     /// The HTTP API.
     public var http: HTTPSettings = .init()
-    /// How `serve` verifies Apple's server-to-server notifications; nil when it does not receive them.
-    public var appleNotifications: AppleNotificationVerifier.Settings?
     /// Where the worker processes deliver events.
     public var webhooks: [WebhookEndpoint] = []
     /// How they deliver them.
@@ -53,9 +45,13 @@ public struct RevokerConfiguration: Sendable {
 
     /// The client_ids each provider serves; a client_id belongs to one provider only.
     public var clientIDsByProvider: [String: Set<String>] {
-        var served = [ProviderName.apple.rawValue: Set(apps.keys)]
-        // A provider without apps is not served: requests naming it are refused by provider.
-        if !googleApps.isEmpty { served[ProviderName.google.rawValue] = Set(googleApps.keys) }
+        var served: [String: Set<String>] = [:]
+        for provider in providers {
+            // A provider without apps is not served (requests naming it are refused by provider),
+            // but for the one a request names when it names none: its refusal is "no such app".
+            let clientIDs = provider.settings.clientIDs
+            if !clientIDs.isEmpty || provider.name.rawValue == NewRevocation.defaultProvider { served[provider.name.rawValue] = clientIDs }
+        }
         return served
     }
 
@@ -64,10 +60,32 @@ public struct RevokerConfiguration: Sendable {
         clientIDsByProvider.first { $0.value.contains(clientID) }?.key
     }
 
+    /// The settings of the provider whose settings are of type `type`.
+    public func settings<Settings: ProviderSettings>(_ type: Settings.Type) -> Settings? {
+        providers.lazy.compactMap { $0.settings as? Settings }.first
+    }
+
+    /// Changes the settings of `plugin`'s provider (a test's configuration without an app, say).
+    public mutating func update<Plugin: ProviderPlugin>(_ plugin: Plugin.Type, _ change: (inout Plugin.Settings) -> Void) {
+        guard let index = providers.firstIndex(where: { $0.name == plugin.name }), var settings = providers[index].settings as? Plugin.Settings
+        else { return }
+        change(&settings)
+        providers[index] = ConfiguredProvider(plugin, settings: settings)
+    }
+
+    /// The client_ids `revoker.enqueue_revocation` accepts: the default provider's, the one the
+    /// SQL path enqueues for.
+    public var sqlIntakeClientIDs: Set<String> { clientIDsByProvider[NewRevocation.defaultProvider] ?? [] }
+
     /// The pooled HTTP clients for calls to providers, enough for the worker's concurrency over
     /// HTTP/2, trusting ``extraTrustRoots`` too.
     public func makeProviderHTTPClients() -> ProviderHTTPClients {
         ProviderHTTPClients(concurrency: worker.concurrency, extraTrustRoots: extraTrustRoots)
+    }
+
+    /// What every provider is made with: the worker's timeout and client secret lifetime.
+    public func providerContext(logger: Logger) -> ProviderContext {
+        ProviderContext(timeout: worker.providerTimeout, clientSecretLifetime: worker.clientSecretLifetime, logger: logger)
     }
 
     /// Seals with ``keyring`` and opens the SQL intake with ``intakeKeys``.
@@ -82,49 +100,32 @@ public struct RevokerConfiguration: Sendable {
         }
     }
 
-    public init(
-        databaseURL: String,
-        appleBaseURL: String,
-        keyring: CredentialKeyring,
-        apps: [String: AppleAppSettings],
-        worker: WorkerSettings = .init()
-    ) {
+    public init(databaseURL: String, keyring: CredentialKeyring, providers: [ConfiguredProvider] = [], worker: WorkerSettings = .init()) {
         self.databaseURL = databaseURL
-        self.appleBaseURL = appleBaseURL
         self.keyring = keyring
-        self.apps = apps
+        self.providers = providers
         self.worker = worker
-        self.appleNotifications = AppleNotificationVerifier.Settings(clientIDs: Set(apps.keys))
     }
 }
 
 extension RevokerConfiguration {
-    /// The environment variables Revoker reads.
+    /// The environment variables Revoker reads beside the providers' (each plug-in's `variables`).
     public enum Variable {
         public static let configFile = "REVOKER_CONFIG"
         public static let databaseURL = "DATABASE_URL"
-        public static let appleBaseURL = "REVOKER_APPLE_BASE_URL"
         public static let extraTrustRootsFile = "REVOKER_EXTRA_TRUST_ROOTS_FILE"
         public static let sealingKeys = "REVOKER_SEALING_KEYS"
         public static let sealingKeysFile = "REVOKER_SEALING_KEYS_FILE"
         public static let intakeKeysFile = "REVOKER_INTAKE_KEYS_FILE"
-        public static let clientID = "APPLE_CLIENT_ID"
-        public static let teamID = "APPLE_TEAM_ID"
-        public static let keyID = "APPLE_KEY_ID"
-        public static let privateKeyFile = "APPLE_PRIVATE_KEY_FILE"
-        public static let privateKey = "APPLE_PRIVATE_KEY"
-        public static let redirectURI = "APPLE_REDIRECT_URI"
         public static let httpHost = "REVOKER_HTTP_HOST"
         public static let httpPort = "REVOKER_HTTP_PORT"
         public static let auditSigningKeyFile = "REVOKER_AUDIT_SIGNING_KEY_FILE"
         public static let auditWitnessPath = "REVOKER_AUDIT_WITNESS_PATH"
-        public static let googleClientID = "GOOGLE_CLIENT_ID"
-        public static let googleClientSecretFile = "GOOGLE_CLIENT_SECRET_FILE"
-        public static let googleAudiences = "GOOGLE_AUDIENCES"
-        public static let googleRedirectURI = "GOOGLE_REDIRECT_URI"
-        public static let googleOAuthBaseURL = "REVOKER_GOOGLE_OAUTH_BASE_URL"
-        public static let googleCertsURL = "REVOKER_GOOGLE_CERTS_URL"
-        public static let googleRISCConfigurationURL = "REVOKER_GOOGLE_RISC_CONFIGURATION_URL"
+    }
+
+    /// Every environment variable Revoker reads: ``Variable``'s and each provider's.
+    public static var variableNames: [String] {
+        [Variable.configFile] + (variables + plugins.flatMap(\.variables)).map(\.name)
     }
 
     /// What a command needs from the configuration.
@@ -137,21 +138,33 @@ extension RevokerConfiguration {
         public static let all: Needs = [.database, .keyring, .apps]
     }
 
-    /// Loads the configuration from `file` (or `$REVOKER_CONFIG`) and the environment.
-    /// Only what `needs` names must be present; everything present is checked. With `strict`,
-    /// what would be a warning (a key file others may read) is an error.
+    /// Loads the configuration from `file` (or `$REVOKER_CONFIG`) and the environment, which
+    /// wins over the file. Only what `needs` names must be present; everything present is
+    /// checked. With `strict`, what would be a warning (a key file others may read) is an error.
+    /// `accessReporter` hears every read, secrets marked as such (swift-configuration's
+    /// `AccessLogger` redacts them).
     public static func load(
         file: String?,
         environment: [String: String],
         needs: Needs = .all,
-        strict: Bool = false
+        strict: Bool = false,
+        accessReporter: (any AccessReporter)? = nil
     ) throws -> RevokerConfiguration {
-        var secretFiles = SecretFiles()
         let path = file ?? environment[Variable.configFile].flatMap { $0.isEmpty ? nil : $0 }
-        let document = try path.map(ConfigurationFile.read) ?? ConfigurationFile()
-        let source = path.map { "the configuration file '\($0)'" }
+        var shape = fileKeys
+        for plugin in plugins { shape.merge(plugin.fileKeys) { own, _ in own } }
+        let fileProvider = try path.map { try SettingsProviders.file(at: $0, shape: shape) } ?? InMemoryProvider(values: [:])
+        let variables = Self.variables + plugins.flatMap(\.variables)
+        let (environmentProvider, setBy) = try SettingsProviders.environment(environment, variables: variables)
+        let source = SettingsSource(
+            reader: ConfigReader(providers: [environmentProvider, fileProvider], accessReporter: accessReporter),
+            place: path.map { "the configuration file '\($0)'" } ?? "the configuration file",
+            setByEnvironment: setBy
+        )
+        let reader = source.reader
+        var secretFiles = SecretFiles()
 
-        let databaseURL = environment[Variable.databaseURL].flatMap { $0.isEmpty ? nil : $0 } ?? document.databaseURL ?? ""
+        let databaseURL = reader.string(forKey: "database_url", isSecret: true) ?? ""
         if needs.contains(.database) {
             guard !databaseURL.isEmpty else {
                 throw ConfigurationError(
@@ -164,109 +177,55 @@ extension RevokerConfiguration {
                 throw ConfigurationError("\(Variable.databaseURL) is not usable: \(error.message)")
             }
         }
-
-        let appleBaseURL =
-            environment[Variable.appleBaseURL].flatMap { $0.isEmpty ? nil : $0 } ?? document.appleBaseURL ?? AppleClient.Configuration.appleBaseURL
-        guard let url = URL(string: appleBaseURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw ConfigurationError(
-                "The Apple base URL '\(appleBaseURL.prefix(200))' (\(Variable.appleBaseURL) or \"apple_base_url\") is not an http(s) URL."
-            )
-        }
-
-        let extraTrustRootsFile = environment[Variable.extraTrustRootsFile].flatMap { $0.isEmpty ? nil : $0 } ?? document.extraTrustRootsFile
-        let extraTrustRoots = try extraTrustRootsFile.map(loadTrustRoots) ?? []
-
-        let keyring = try loadKeyring(environment: environment, document: document, required: needs.contains(.keyring), secretFiles: &secretFiles)
-        let intakeKeysFile = environment[Variable.intakeKeysFile].flatMap { $0.isEmpty ? nil : $0 } ?? document.intakeKeysFile
+        let extraTrustRootsFile = reader.string(forKey: "extra_trust_roots_file")
+        let keyring = try loadKeyring(source, required: needs.contains(.keyring), secretFiles: &secretFiles)
+        let intakeKeysFile = reader.string(forKey: "intake_keys_file")
         let intakeKeys = try intakeKeysFile.map(loadIntakeKeys) ?? []
         if let intakeKeysFile { secretFiles.check(intakeKeysFile, holding: "the intake keys") }
 
-        var apps: [String: AppleAppSettings] = [:]
-        for (index, entry) in document.apps.enumerated() {
-            let app = try entry.load(where: "app \(index + 1) (\(entry.clientID ?? "no client_id")) in \(source ?? "the configuration file")")
-            if let path = entry.privateKeyFile { secretFiles.check(path, holding: "the Apple key of \(app.apple.clientID)") }
-            guard apps[app.apple.clientID] == nil else {
-                throw ConfigurationError("The client_id '\(app.apple.clientID)' appears twice in \(source ?? "the configuration file").")
-            }
-            apps[app.apple.clientID] = app
-        }
-        if let path = environment[Variable.privateKeyFile], !path.isEmpty { secretFiles.check(path, holding: "the Apple key") }
-        if let app = try environmentApp(environment) {
-            apps[app.apple.clientID] = app
-        }
-        let google = try loadGoogle(
-            environment: environment,
-            entry: document.google,
-            place: source ?? "the configuration file",
-            secretFiles: &secretFiles
-        )
-        if let shared = google.apps.keys.sorted().first(where: { apps[$0] != nil }) {
-            throw ConfigurationError(
-                "The client_id '\(shared)' is configured for Apple and for Google; a client_id belongs to one provider, as requests name it."
-            )
-        }
-        if needs.contains(.apps), apps.isEmpty, google.apps.isEmpty {
-            throw ConfigurationError(
-                "No apps are configured: set \(Variable.clientID), \(Variable.teamID), \(Variable.keyID) and \(Variable.privateKeyFile) (or \(Variable.googleClientID) and \(Variable.googleClientSecretFile)), or list them under \"apps\" (or \"google\": {\"apps\"}) in a configuration file (--config or \(Variable.configFile))."
-            )
-        }
         var configuration = RevokerConfiguration(
             databaseURL: databaseURL,
-            appleBaseURL: appleBaseURL,
             keyring: try keyring ?? CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "ephemeral")),
-            apps: apps,
-            worker: try document.worker?.settings(source: source ?? "the configuration file") ?? .init()
+            worker: try WorkerSettings(reading: source.scoped(to: "worker"))
         )
-        let rates =
-            document.apps.enumerated().map { ("apps[\($0.offset)]", $0.element.clientID, $0.element.maxRequestsPerSecond) }
-            + (document.google?.apps ?? []).enumerated().map { ("google.apps[\($0.offset)]", $0.element.clientID, $0.element.maxRequestsPerSecond) }
-        for (entry, clientID, rate) in rates {
-            guard let clientID, let rate else { continue }
-            configuration.worker.appRequestsPerSecond[clientID] = try ConfigurationFile.inRange(
-                rate,
-                "\(entry).max_requests_per_second",
-                ConfigurationFile.requestsPerSecond,
-                source: source ?? "the configuration file"
+        configuration.extraTrustRoots = try extraTrustRootsFile.map(loadTrustRoots) ?? []
+        configuration.extraTrustRootsFile = extraTrustRootsFile
+        for plugin in plugins {
+            let provider = try plugin.read(source, &secretFiles)
+            for other in configuration.providers {
+                if let shared = other.settings.clientIDs.intersection(provider.settings.clientIDs).sorted().first {
+                    let names = [other.name, provider.name].map { $0.rawValue.prefix(1).uppercased() + $0.rawValue.dropFirst() }
+                    throw ConfigurationError(
+                        "The client_id '\(shared)' is configured for \(names[0]) and for \(names[1]); a client_id belongs to one provider, as requests name it."
+                    )
+                }
+            }
+            configuration.providers.append(provider)
+            configuration.worker.appRequestsPerSecond.merge(provider.settings.requestsPerSecond) { $1 }
+        }
+        if needs.contains(.apps), configuration.providers.allSatisfy({ $0.settings.clientIDs.isEmpty }) {
+            throw ConfigurationError(
+                "No apps are configured: \(plugins.map(\.howToAddApps).joined(separator: "; or ")), in a configuration file (--config or \(Variable.configFile)) or the environment."
             )
         }
-        configuration.extraTrustRoots = extraTrustRoots
-        configuration.extraTrustRootsFile = extraTrustRootsFile
-        configuration.googleApps = google.apps
-        configuration.google = google.client
-        configuration.google.timeout = configuration.worker.providerTimeout
-        configuration.http = try document.http?.settings(source: source ?? "the configuration file") ?? .init()
-        // Received unless the file says `"enabled": false`.
-        configuration.appleNotifications =
-            try document.appleNotifications.map { try $0.settings(clientIDs: Set(apps.keys), source: source ?? "the configuration file") }
-            ?? AppleNotificationVerifier.Settings(clientIDs: Set(apps.keys))
+        configuration.http = try HTTPSettings(reading: source.scoped(to: "http"))
         for key in configuration.http.apiKeys {
             if let unknown = key.clientIDs?.sorted().first(where: { configuration.provider(of: $0) == nil }) {
                 throw ConfigurationError(
-                    "The API key '\(key.name)' in \(source ?? "the configuration file") names client_id '\(unknown.prefix(255))', which no configured app has."
+                    "The API key '\(key.name)' in \(source.place) names client_id '\(unknown.prefix(255))', which no configured app has."
                 )
             }
         }
-        if let host = environment[Variable.httpHost], !host.isEmpty { configuration.http.host = host }
-        if let text = environment[Variable.httpPort], !text.isEmpty {
-            guard let port = Int(text), (0...65_535).contains(port) else {
-                throw ConfigurationError("\(Variable.httpPort) must be a port number between 0 (any free port) and 65535.")
-            }
-            configuration.http.port = port
-        }
-        let place = source ?? "the configuration file"
-        for (index, entry) in document.webhooks.enumerated() {
-            let endpoint = try entry.load(
-                where: "webhooks[\(index)] in \(place)",
-                apps: Set(apps.keys).union(google.apps.keys),
-                secretFiles: &secretFiles
-            )
+        let clientIDs = configuration.providers.reduce(into: Set<String>()) { $0.formUnion($1.settings.clientIDs) }
+        for entry in source.entries("webhooks") {
+            let endpoint = try WebhookEndpoint(reading: entry, apps: clientIDs, secretFiles: &secretFiles)
             guard !configuration.webhooks.contains(where: { $0.name == endpoint.name }) else {
-                throw ConfigurationError("webhooks[\(index)] in \(place): the name '\(endpoint.name)' is used twice.")
+                throw ConfigurationError("\(entry.name) in \(source.place): the name '\(endpoint.name)' is used twice.")
             }
             configuration.webhooks.append(endpoint)
         }
-        configuration.webhookDelivery = try document.webhookDelivery?.settings(source: place) ?? .init()
-        configuration.audit = try loadAudit(environment: environment, entry: document.audit, place: place, secretFiles: &secretFiles)
+        configuration.webhookDelivery = try WebhookSettings(reading: source.scoped(to: "webhook_delivery"))
+        configuration.audit = try loadAudit(source.scoped(to: "audit"), secretFiles: &secretFiles)
         configuration.intakeKeys = intakeKeys
         configuration.warnings = secretFiles.warnings
         if strict, !secretFiles.warnings.isEmpty {
@@ -275,14 +234,9 @@ extension RevokerConfiguration {
         return configuration
     }
 
-    private static func loadAudit(
-        environment: [String: String],
-        entry: ConfigurationFile.AuditEntry?,
-        place: String,
-        secretFiles: inout SecretFiles
-    ) throws -> AuditSettings {
+    private static func loadAudit(_ source: SettingsSource, secretFiles: inout SecretFiles) throws -> AuditSettings {
         var settings = AuditSettings()
-        if let path = environment[Variable.auditSigningKeyFile].flatMap({ $0.isEmpty ? nil : $0 }) ?? entry?.signingKeyFile {
+        if let path = source.reader.string(forKey: "signing_key_file") {
             guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
                 throw ConfigurationError(
                     "The audit signing key file '\(path)' cannot be read (\(Variable.auditSigningKeyFile) or \"audit.signing_key_file\")."
@@ -295,25 +249,18 @@ extension RevokerConfiguration {
             }
             secretFiles.check(path, holding: "the audit signing key")
         }
-        for path in entry?.publicKeyFiles ?? [] {
+        for path in source.reader.stringArray(forKey: "public_key_files") ?? [] {
             guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-                throw ConfigurationError("The audit public key file '\(path)' (audit.public_key_files in \(place)) cannot be read.")
+                throw ConfigurationError("The audit public key file '\(path)' (audit.public_key_files in \(source.place)) cannot be read.")
             }
             do {
                 settings.previousKeys.append(try AuditPublicKey(pemRepresentation: text))
             } catch {
-                throw ConfigurationError("The audit public key file '\(path)' (audit.public_key_files in \(place)): \(error).")
+                throw ConfigurationError("The audit public key file '\(path)' (audit.public_key_files in \(source.place)): \(error).")
             }
         }
-        if let interval = try ConfigurationFile.seconds(
-            entry?.checkpointIntervalSeconds,
-            "audit.checkpoint_interval_seconds",
-            1...3600,
-            source: place
-        ) {
-            settings.checkpointInterval = interval
-        }
-        if let path = environment[Variable.auditWitnessPath].flatMap({ $0.isEmpty ? nil : $0 }) ?? entry?.witnessPath {
+        settings.checkpointInterval = try source.seconds("checkpoint_interval_seconds", in: 1...3600) ?? settings.checkpointInterval
+        if let path = source.reader.string(forKey: "witness_path") {
             // It must be somewhere the service can write: a directory that exists, or a file in one.
             var isDirectory: ObjCBool = false
             let parent = (path as NSString).deletingLastPathComponent
@@ -368,23 +315,18 @@ extension RevokerConfiguration {
         return keys
     }
 
-    private static func loadKeyring(
-        environment: [String: String],
-        document: ConfigurationFile,
-        required: Bool,
-        secretFiles: inout SecretFiles
-    ) throws -> CredentialKeyring? {
+    private static func loadKeyring(_ source: SettingsSource, required: Bool, secretFiles: inout SecretFiles) throws -> CredentialKeyring? {
         let text: String
-        let source: String
-        if let value = environment[Variable.sealingKeys], !value.isEmpty {
+        let origin: String
+        if let value = source.reader.string(forKey: "sealing_keys", isSecret: true) {
             text = value
-            source = Variable.sealingKeys
-        } else if let path = environment[Variable.sealingKeysFile].flatMap({ $0.isEmpty ? nil : $0 }) ?? document.sealingKeysFile {
+            origin = Variable.sealingKeys
+        } else if let path = source.reader.string(forKey: "sealing_keys_file") {
             guard let data = FileManager.default.contents(atPath: path), let content = String(data: data, encoding: .utf8) else {
                 throw ConfigurationError("The sealing key file '\(path)' cannot be read (\(Variable.sealingKeysFile) or \"sealing_keys_file\").")
             }
             text = content
-            source = "the sealing key file '\(path)'"
+            origin = "the sealing key file '\(path)'"
             secretFiles.check(path, holding: "the sealing keys")
         } else if required {
             throw ConfigurationError(
@@ -396,31 +338,7 @@ extension RevokerConfiguration {
         do {
             return try CredentialKeyring(parsing: text)
         } catch {
-            throw ConfigurationError("The credential sealing keys in \(source) are unusable: \(error.message)")
-        }
-    }
-
-    private static func environmentApp(_ environment: [String: String]) throws -> AppleAppSettings? {
-        let value = { (name: String) in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        let names = [Variable.clientID, Variable.teamID, Variable.keyID]
-        let present = names.filter { value($0) != nil }
-        let keyGiven = value(Variable.privateKeyFile) != nil || value(Variable.privateKey) != nil
-        guard !present.isEmpty || keyGiven else { return nil }
-        let missing = names.filter { value($0) == nil } + (keyGiven ? [] : ["\(Variable.privateKeyFile) (or \(Variable.privateKey))"])
-        guard missing.isEmpty, let clientID = value(Variable.clientID), let teamID = value(Variable.teamID), let keyID = value(Variable.keyID) else {
-            throw ConfigurationError("The app in the environment is incomplete: set \(missing.joined(separator: ", ")).")
-        }
-        do {
-            let key =
-                if let path = value(Variable.privateKeyFile) {
-                    try AppleSigningKey.load(contentsOfFile: path)
-                } else {
-                    try AppleSigningKey(pem: value(Variable.privateKey) ?? "", source: "environment variable \(Variable.privateKey)")
-                }
-            let apple = try AppleApp(clientID: clientID, teamID: teamID, keyID: keyID, signingKey: key)
-            return AppleAppSettings(apple: apple, defaultRedirectURI: value(Variable.redirectURI))
-        } catch {
-            throw ConfigurationError("\(error.message) (set through \(Variable.clientID), \(Variable.teamID), \(Variable.keyID)).")
+            throw ConfigurationError("The credential sealing keys in \(origin) are unusable: \(error.message)")
         }
     }
 }

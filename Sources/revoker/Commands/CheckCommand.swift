@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RevokerApp
+import RevokerProvider
 import RevokerStore
 import RevokerWorker
 

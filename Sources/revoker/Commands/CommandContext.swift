@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerApp
+import RevokerProvider
 import RevokerStore
 
 /// Options every command that reads the configuration shares.

@@ -4,10 +4,14 @@ import Foundation
 /// the group may write, is a warning, or with `--strict` an error. Group read is accepted only
 /// when the group is one of this process's own (Kubernetes' `fsGroup` with mode 0440, Debian's
 /// `ssl-cert` convention); any other group's read is a warning too.
-struct SecretFiles {
-    private(set) var warnings: [String] = []
+public struct SecretFiles: Sendable {
+    /// What is unsafe but usable, one sentence each.
+    public private(set) var warnings: [String] = []
 
-    mutating func check(_ path: String, holding what: String) {
+    public init() {}
+
+    /// Notes a warning when the file at `path`, holding `what`, is open to others.
+    public mutating func check(_ path: String, holding what: String) {
         // stat, not lstat: a Kubernetes secret is a symlink, and its target's mode is what counts.
         var status = stat()
         guard stat(path, &status) == 0 else { return }  // a file that cannot be read fails where it is read
@@ -19,7 +23,7 @@ struct SecretFiles {
         if !warnings.contains(message) { warnings.append(message) }
     }
 
-    static var processGroups: Set<gid_t> {
+    private static var processGroups: Set<gid_t> {
         var groups = [gid_t](repeating: 0, count: Int(getgroups(0, nil)))
         let count = getgroups(Int32(groups.count), &groups)
         return Set(groups.prefix(Int(max(count, 0)))).union([getegid()])
