@@ -53,13 +53,21 @@ struct WebhookCommandTests {
     @Test func pruneDeletesOldEventsOnlyOnceEveryEndpointHasThem() async throws {
         try await WebhookReceiver.with { receiver in
             var settings = Self.settings(receiver)
-            settings["webhook_delivery"] = ["poll_interval_seconds": 0.2, "retry_base_seconds": 600, "from_start": true] as [String: any Sendable]
+            // A delivery that fails waits 600 s, so the slowest receiver on a loaded machine must not fail one.
+            settings["webhook_delivery"] =
+                ["poll_interval_seconds": 0.2, "retry_base_seconds": 600, "from_start": true, "timeout_seconds": 60, "lease_seconds": 120]
+                as [String: any Sendable]
             try await RevokerTestStack.with(settings: settings) { stack in
                 for index in 0..<3 {
                     try await stack.enqueue(clientID: Self.notes, reference: "old-\(index)", kind: .refreshToken)
                 }
                 let delivered = try await RevokerProcess.run(["drain"], environment: stack.environment, timeout: .seconds(300))
                 #expect(delivered.status == 0, "\(delivered.stderr.suffix(1000))")
+                let received = receiver.requestDeliveries.filter { (200..<300).contains($0.answered) }.count
+                #expect(
+                    received == 3,
+                    "the drain delivered its three events: \(receiver.deliveries.map(\.answered)) \(delivered.stderr.suffix(2000))"
+                )
                 // A fourth event the endpoint refuses stays behind its cursor.
                 receiver.plan { _ in .status(503) }
                 try await stack.enqueue(clientID: Self.notes, reference: "old-3", kind: .refreshToken)
