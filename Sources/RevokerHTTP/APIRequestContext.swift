@@ -2,7 +2,7 @@ import Hummingbird
 import NIOCore
 
 /// The request context of the API: Hummingbird's basics, the client's address, and how bodies
-/// are read (``StrictJSONDecoder``).
+/// are read (``StrictJSONDecoder``) and values answered (``APIResponseEncoder``).
 public struct APIRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The peer of the connection the request came on (a proxy's, behind one).
@@ -17,4 +17,5 @@ public struct APIRequestContext: RequestContext {
     }
 
     public var requestDecoder: StrictJSONDecoder { StrictJSONDecoder() }
+    public var responseEncoder: APIResponseEncoder { APIResponseEncoder() }
 }

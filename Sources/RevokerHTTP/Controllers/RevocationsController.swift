@@ -67,7 +67,7 @@ struct RevocationsController {
         }
     }
 
-    func enqueue(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func enqueue(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<RevocationView> {
         let caller = try keys.authorize(request, .revocationsWrite)
         var context = context
         context.maxUploadSize = maxBodyBytes  // what the decoder reads at most
@@ -112,9 +112,9 @@ struct RevocationsController {
         case .created(let created):
             metrics.enqueued()
             context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "revoker.client_id": "\(body.clientID)"])
-            return try APIResponse.json(RevocationView(created), status: .accepted)
+            return EditedResponse(status: .accepted, response: RevocationView(created))
         case .existing(let existing):
-            return try APIResponse.json(RevocationView(existing), status: .ok)
+            return EditedResponse(status: .ok, response: RevocationView(existing))
         }
     }
 
@@ -149,7 +149,7 @@ struct RevocationsController {
         }
     }
 
-    func list(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func list(_ request: Request, context: APIRequestContext) async throws -> RevocationList {
         let caller = try keys.authorize(request, .revocationsRead)
         let query = try QueryInput(
             request,
@@ -178,34 +178,34 @@ struct RevocationsController {
         if let clientID = filter.clientID { try caller.require(clientID) }
         filter.clientIDs = caller.filter
         let requests = try await store { [queue, filter, logger = context.logger] in try await queue.list(filter, logger: logger) }
-        return try APIResponse.json(RevocationList(revocations: requests.map(RevocationView.init)))
+        return RevocationList(revocations: requests.map(RevocationView.init))
     }
 
-    func show(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func show(_ request: Request, context: APIRequestContext) async throws -> RevocationView {
         let caller = try keys.authorize(request, .revocationsRead)
-        return try APIResponse.json(RevocationView(try await reachableRequest(try APIResponse.id(context), caller)))
+        return RevocationView(try await reachableRequest(try APIResponse.id(context), caller))
     }
 
-    func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func cancel(_ request: Request, context: APIRequestContext) async throws -> RevocationView {
         let caller = try keys.authorize(request, .revocationsWrite)
         let id = try APIResponse.id(context)
         if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
         switch try await store({ [queue, logger = context.logger] in try await queue.cancel(id: id, actor: "api:\(caller.name)", logger: logger) }) {
-        case .cancelled(let cancelled): return try APIResponse.json(RevocationView(cancelled))
+        case .cancelled(let cancelled): return RevocationView(cancelled)
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notCancellable(let existing):
             throw APIProblem.conflict("Only a pending revocation can be cancelled; this one is \(existing.state.rawValue).")
         }
     }
 
-    func requeue(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func requeue(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<RevocationView> {
         let caller = try keys.authorize(request, .admin)
         let id = try APIResponse.id(context)
         if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
         switch try await store({ [queue, logger = context.logger] in
             try await queue.requeueConfigurationFailure(id: id, actor: "api:\(caller.name)", logger: logger)
         }) {
-        case .requeued(let requeued): return try APIResponse.json(RevocationView(requeued), status: .accepted)
+        case .requeued(let requeued): return EditedResponse(status: .accepted, response: RevocationView(requeued))
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notRequeueable(let existing):
             throw APIProblem.conflict(
