@@ -1,8 +1,9 @@
 import Foundation
+import Hummingbird
 import RevokerStore
 
 /// A revocation as the API shows it: everything but the credential.
-struct RevocationView: Encodable {
+struct RevocationView: ResponseEncodable {
     var id: String
     var provider: String
     var clientID: String
@@ -98,6 +99,6 @@ struct RevocationView: Encodable {
 }
 
 /// `GET /v1/revocations`.
-struct RevocationList: Encodable {
+struct RevocationList: ResponseEncodable {
     var revocations: [RevocationView]
 }

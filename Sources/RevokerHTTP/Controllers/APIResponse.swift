@@ -19,19 +19,24 @@ struct DatabaseDeadline: Sendable {
     }
 }
 
-/// What every controller answers with, and reads from a request the same way.
-enum APIResponse {
-    /// `value` as JSON, keys sorted.
-    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+/// How handlers' values are answered (``APIRequestContext/responseEncoder``): JSON with sorted
+/// keys, as `application/json`; a handler sets another status with `EditedResponse`.
+public struct APIResponseEncoder: ResponseEncoder {
+    public init() {}
+
+    public func encode(_ value: some Encodable, from request: Request, context: some RequestContext) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return Response(
-            status: status,
+            status: .ok,
             headers: [.contentType: "application/json"],
             body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
         )
     }
+}
 
+/// What every controller reads from a request the same way, and the headers it answers with.
+enum APIResponse {
     /// The header that carries the cursor to continue from.
     static let nextCursorHeader = HTTPField.Name("Revoker-Next-Cursor")!
 

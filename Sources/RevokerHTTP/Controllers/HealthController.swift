@@ -20,8 +20,8 @@ struct HealthController {
     let logger: Logger
 
     func addRoutes(to router: Router<APIRequestContext>) {
-        router.get("healthz") { _, _ in try APIResponse.json(["status": "alive"]) }
-        router.get("readyz") { _, _ in try await readiness() }
+        router.get("healthz") { _, _ in ["status": "alive"] }
+        router.get("readyz") { _, _ in await readiness() }
         router.get("metrics") { _, _ in try await exportMetrics() }
         router.get("openapi.yaml") { _, _ in
             Response(
@@ -32,7 +32,7 @@ struct HealthController {
         }
     }
 
-    func readiness() async throws -> Response {
+    func readiness() async -> EditedResponse<[String: String]> {
         let migrator = Migrator(client: database, logger: logger)
         let status: String
         do {
@@ -43,7 +43,7 @@ struct HealthController {
         var body = ["status": status]
         // Still ready to take requests, but the trail's evidence has stopped: say why.
         if let refusal = auditSigner?.refusal { body["audit"] = "checkpoints refused: \(refusal)" }
-        return try APIResponse.json(body, status: status == "ready" ? .ok : .serviceUnavailable)
+        return EditedResponse(status: status == "ready" ? .ok : .serviceUnavailable, response: body)
     }
 
     func exportMetrics() async throws -> Response {

@@ -36,7 +36,7 @@ struct InboxController {
         let limit = inbox.maximumBodyBytes
         let body: [UInt8]
         do {
-            body = try await JSONInput.body(request, limit: limit, tooLarge: APIProblem.badRequest("larger than \(limit) bytes"))
+            body = try await request.bodyBytes(upTo: limit, tooLarge: APIProblem.badRequest("larger than \(limit) bytes"))
         } catch let problem as APIProblem {
             result("malformed_body")
             return try refusal(.malformedBody("The body is \(problem.detail)."), inbox: inbox)

@@ -29,59 +29,77 @@ struct RevocationsController {
         group.post("revocations/{id}/requeue") { request, context in try await requeue(request, context: context) }
     }
 
-    static let credentialFields: [(String, CredentialKind)] = [
-        ("authorization_code", .authorizationCode), ("refresh_token", .refreshToken), ("access_token", .accessToken),
-    ]
-    static let enqueueFields: Set<String> = [
-        "provider", "client_id", "external_reference", "user_id", "apple_user_id", "id_token", "authorization_code", "refresh_token", "access_token",
-        "redirect_uri",
-        "max_attempts",
-    ]
+    /// The body of `POST /v1/revocations` (`EnqueueRequest` in the OpenAPI document). Its fields
+    /// are read in this order, so that of several faults the first one here is answered.
+    struct EnqueueBody: Decodable {
+        var clientID: String
+        var externalReference: String
+        var authorizationCode: String?
+        var refreshToken: String?
+        var accessToken: String?
+        var provider: String?
+        var userID: String?
+        var appleUserID: String?
+        var idToken: String?
+        var redirectURI: String?
+        var maxAttempts: Int?
 
-    func enqueue(_ request: Request, context: APIRequestContext) async throws -> Response {
-        let caller = try keys.authorize(request, .revocationsWrite)
-        let body = try await JSONInput.object(request, limit: maxBodyBytes, allowed: Self.enqueueFields)
-        guard let clientID = try JSONInput.string(body, "client_id", required: true),
-            let reference = try JSONInput.string(body, "external_reference", required: true)
-        else { throw APIProblem.invalid("This field is required.", field: "client_id") }
-        var credentials: [Credential] = []
-        for (field, kind) in Self.credentialFields {
-            guard let secret = try JSONInput.string(body, field) else { continue }
-            credentials.append(Credential(kind: kind, secret: secret))
+        enum CodingKeys: String, CodingKey, CaseIterable {
+            case clientID = "client_id"
+            case externalReference = "external_reference"
+            case authorizationCode = "authorization_code"
+            case refreshToken = "refresh_token"
+            case accessToken = "access_token"
+            case provider
+            case userID = "user_id"
+            case appleUserID = "apple_user_id"
+            case idToken = "id_token"
+            case redirectURI = "redirect_uri"
+            case maxAttempts = "max_attempts"
         }
+
+        /// The credentials given; the API's field of each is its kind's name.
+        var credentials: [Credential] {
+            [(CredentialKind.authorizationCode, authorizationCode), (.refreshToken, refreshToken), (.accessToken, accessToken)].compactMap {
+                kind,
+                secret in secret.map { Credential(kind: kind, secret: $0) }
+            }
+        }
+    }
+
+    func enqueue(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<RevocationView> {
+        let caller = try keys.authorize(request, .revocationsWrite)
+        var context = context
+        context.maxUploadSize = maxBodyBytes  // what the decoder reads at most
+        let body = try await request.decode(as: EnqueueBody.self, context: context)
+        let credentials = body.credentials
         guard credentials.count == 1, let credential = credentials.first else {
             throw APIProblem.invalid(
                 "Give exactly one of authorization_code, refresh_token, access_token.",
                 field: credentials.isEmpty ? "authorization_code" : credentials[1].kind.rawValue
             )
         }
-        let provider = try JSONInput.string(body, "provider") ?? NewRevocation.defaultProvider
-        let userID = try JSONInput.string(body, "user_id")
-        let legacyUserID = try JSONInput.string(body, "apple_user_id")
-        let idToken = try JSONInput.string(body, "id_token")
-        if [userID, legacyUserID, idToken].compactMap({ $0 }).count > 1 {
+        if [body.userID, body.appleUserID, body.idToken].compactMap({ $0 }).count > 1 {
             throw APIProblem.invalid(
                 "Name the user once: user_id, apple_user_id (its older name) or id_token.",
-                field: idToken != nil ? "id_token" : "apple_user_id"
+                field: body.idToken != nil ? "id_token" : "apple_user_id"
             )
         }
-        let redirectURI = try JSONInput.string(body, "redirect_uri")
-        let maxAttempts = try JSONInput.integer(body, "max_attempts") ?? defaultMaxAttempts
-        let userField = idToken != nil ? "id_token" : userID != nil ? "user_id" : "apple_user_id"
+        let userField = body.idToken != nil ? "id_token" : body.userID != nil ? "user_id" : "apple_user_id"
         var new: NewRevocation
         do {
             new = try NewRevocation(
-                provider: provider,
-                clientID: clientID,
-                externalReference: reference,
-                userID: userID ?? legacyUserID,
+                provider: body.provider ?? NewRevocation.defaultProvider,
+                clientID: body.clientID,
+                externalReference: body.externalReference,
+                userID: body.userID ?? body.appleUserID,
                 credential: credential,
-                redirectURI: redirectURI,
-                maxAttempts: maxAttempts
+                redirectURI: body.redirectURI,
+                maxAttempts: body.maxAttempts ?? defaultMaxAttempts
             )
             try rules.check(new)
-            try caller.require(clientID)
-            if let idToken { new = try await rules.binding(new, toIdentityToken: idToken) }
+            try caller.require(body.clientID)
+            if let idToken = body.idToken { new = try await rules.binding(new, toIdentityToken: idToken) }
         } catch let refusal as EnqueueRules.Refusal {
             throw problem(refusal, credential: credential, userField: userField)
         } catch let invalid as NewRevocation.Invalid {
@@ -93,10 +111,10 @@ struct RevocationsController {
         switch result {
         case .created(let created):
             metrics.enqueued()
-            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "revoker.client_id": "\(clientID)"])
-            return try APIResponse.json(RevocationView(created), status: .accepted)
+            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "revoker.client_id": "\(body.clientID)"])
+            return EditedResponse(status: .accepted, response: RevocationView(created))
         case .existing(let existing):
-            return try APIResponse.json(RevocationView(existing), status: .ok)
+            return EditedResponse(status: .ok, response: RevocationView(existing))
         }
     }
 
@@ -131,7 +149,7 @@ struct RevocationsController {
         }
     }
 
-    func list(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func list(_ request: Request, context: APIRequestContext) async throws -> RevocationList {
         let caller = try keys.authorize(request, .revocationsRead)
         let query = try QueryInput(
             request,
@@ -160,34 +178,34 @@ struct RevocationsController {
         if let clientID = filter.clientID { try caller.require(clientID) }
         filter.clientIDs = caller.filter
         let requests = try await store { [queue, filter, logger = context.logger] in try await queue.list(filter, logger: logger) }
-        return try APIResponse.json(RevocationList(revocations: requests.map(RevocationView.init)))
+        return RevocationList(revocations: requests.map(RevocationView.init))
     }
 
-    func show(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func show(_ request: Request, context: APIRequestContext) async throws -> RevocationView {
         let caller = try keys.authorize(request, .revocationsRead)
-        return try APIResponse.json(RevocationView(try await reachableRequest(try APIResponse.id(context), caller)))
+        return RevocationView(try await reachableRequest(try APIResponse.id(context), caller))
     }
 
-    func cancel(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func cancel(_ request: Request, context: APIRequestContext) async throws -> RevocationView {
         let caller = try keys.authorize(request, .revocationsWrite)
         let id = try APIResponse.id(context)
         if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
         switch try await store({ [queue, logger = context.logger] in try await queue.cancel(id: id, actor: "api:\(caller.name)", logger: logger) }) {
-        case .cancelled(let cancelled): return try APIResponse.json(RevocationView(cancelled))
+        case .cancelled(let cancelled): return RevocationView(cancelled)
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notCancellable(let existing):
             throw APIProblem.conflict("Only a pending revocation can be cancelled; this one is \(existing.state.rawValue).")
         }
     }
 
-    func requeue(_ request: Request, context: APIRequestContext) async throws -> Response {
+    func requeue(_ request: Request, context: APIRequestContext) async throws -> EditedResponse<RevocationView> {
         let caller = try keys.authorize(request, .admin)
         let id = try APIResponse.id(context)
         if caller.clientIDs != nil { _ = try await reachableRequest(id, caller) }
         switch try await store({ [queue, logger = context.logger] in
             try await queue.requeueConfigurationFailure(id: id, actor: "api:\(caller.name)", logger: logger)
         }) {
-        case .requeued(let requeued): return try APIResponse.json(RevocationView(requeued), status: .accepted)
+        case .requeued(let requeued): return EditedResponse(status: .accepted, response: RevocationView(requeued))
         case .notFound: throw APIProblem.notFound("No revocation with this id.")
         case .notRequeueable(let existing):
             throw APIProblem.conflict(

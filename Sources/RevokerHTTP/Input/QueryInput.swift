@@ -1,97 +1,6 @@
 import Foundation
-import HTTPTypes
 import Hummingbird
-import NIOCore
-import RevokerProvider
 import RevokerStore
-
-/// Strict reading of request input: JSON bodies and query parameters. Every refusal names the
-/// field and the reason, and never repeats a submitted value.
-enum JSONInput {
-    /// The body as a JSON object with only `allowed` keys, at most `limit` bytes, read by
-    /// ``StrictJSON``.
-    static func object(_ request: Request, limit: Int, allowed: Set<String>) async throws -> [String: JSONValue] {
-        guard let type = request.headers[.contentType], Self.isJSON(type) else {
-            throw APIProblem(.unsupportedMediaType, "The body must be application/json.", field: "Content-Type")
-        }
-        let bytes = try await body(request, limit: limit, tooLarge: APIProblem(.contentTooLarge, "The request body is larger than \(limit) bytes."))
-        let object = try parseObject(bytes)
-        if let unknown = object.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw APIProblem.badRequest(
-                "Unknown field; known fields: \(allowed.sorted().joined(separator: ", ")).",
-                field: String(unknown.unicodeScalars.filter { (0x21...0x7E).contains($0.value) }.prefix(64).map(Character.init))
-            )
-        }
-        return object
-    }
-
-    /// The body's bytes, at most `limit`; `tooLarge` when there are more.
-    static func body(_ request: Request, limit: Int, tooLarge: @autoclosure () -> APIProblem) async throws -> [UInt8] {
-        do {
-            return Array(try await request.body.collect(upTo: limit).readableBytesView)
-        } catch is NIOTooManyBytesError {
-            throw tooLarge()
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw tooLarge()
-        }
-    }
-
-    /// `bytes` as a JSON object, read by ``StrictJSON``; 400 naming what is wrong otherwise.
-    static func parseObject(_ bytes: [UInt8]) throws -> [String: JSONValue] {
-        do {
-            return try StrictJSON.object(bytes)
-        } catch {
-            throw APIProblem.badRequest(error.reason)
-        }
-    }
-
-    static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        return mediaType == "application/json"
-    }
-
-    /// A string field: present (when `required`) and a JSON string. Its rules are those of the
-    /// value it becomes (``NewRevocation`` for an enqueue).
-    static func string(_ object: [String: JSONValue], _ field: String, required: Bool = false) throws -> String? {
-        guard let value = try present(object, field) else {
-            if required { throw APIProblem.invalid("This field is required.", field: field) }
-            return nil
-        }
-        guard case .string(let text) = value else { throw APIProblem.invalid("This field must be a string.", field: field) }
-        return text
-    }
-
-    /// The field's value, or nil when it is left out; `null` is refused, as the document has no
-    /// nullable input and a null where a credential was meant is more likely a bug than a choice.
-    static func present(_ object: [String: JSONValue], _ field: String) throws -> JSONValue? {
-        guard let value = object[field] else { return nil }
-        guard value != .null else { throw APIProblem.invalid("Leave this field out instead of sending null.", field: field) }
-        return value
-    }
-
-    /// Checks a submitted text's length and characters.
-    static func text(_ text: String, field: String, length: ClosedRange<Int>) throws -> String {
-        guard length.contains(text.count) else {
-            throw APIProblem.invalid("This field must be \(length.lowerBound) to \(length.upperBound) characters long.", field: field)
-        }
-        guard NewRevocation.isVisibleText(text) else {
-            throw APIProblem.invalid(
-                "This field must be visible text: no control, invisible or bidirectional characters, no leading or trailing white space.",
-                field: field
-            )
-        }
-        return text
-    }
-
-    /// An integer field, written without a fraction or an exponent.
-    static func integer(_ object: [String: JSONValue], _ field: String) throws -> Int? {
-        guard let value = try present(object, field) else { return nil }
-        guard case .number(let text) = value, let integer = Int(text) else {
-            throw APIProblem.invalid("This field must be an integer.", field: field)
-        }
-        return integer
-    }
-}
 
 /// Query parameters, read strictly: unknown or repeated parameters are refused.
 struct QueryInput {
@@ -113,14 +22,20 @@ struct QueryInput {
         self.values = values
     }
 
+    /// A text parameter, checked as a submitted text field is (``NewRevocation/isVisibleText(_:)``);
+    /// refused with 400, as every query parameter is.
     func string(_ name: String, length: ClosedRange<Int> = 1...255) throws -> String? {
         guard let value = values[name] else { return nil }
-        do {
-            return try JSONInput.text(value, field: name, length: length)
-        } catch var problem as APIProblem {
-            problem.status = .badRequest  // every refused query parameter is a 400, as documented
-            throw problem
+        guard length.contains(value.count) else {
+            throw APIProblem.badRequest("This field must be \(length.lowerBound) to \(length.upperBound) characters long.", field: name)
         }
+        guard NewRevocation.isVisibleText(value) else {
+            throw APIProblem.badRequest(
+                "This field must be visible text: no control, invisible or bidirectional characters, no leading or trailing white space.",
+                field: name
+            )
+        }
+        return value
     }
 
     func integer(_ name: String, range: ClosedRange<Int>) throws -> Int? {
