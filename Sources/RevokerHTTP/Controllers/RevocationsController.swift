@@ -39,7 +39,8 @@ struct RevocationsController {
         var accessToken: String?
         var provider: String?
         var userID: String?
-        var appleUserID: String?
+        /// `apple_user_id`, the older name of `user_id`.
+        var legacyUserID: String?
         var idToken: String?
         var redirectURI: String?
         var maxAttempts: Int?
@@ -52,7 +53,7 @@ struct RevocationsController {
             case accessToken = "access_token"
             case provider
             case userID = "user_id"
-            case appleUserID = "apple_user_id"
+            case legacyUserID = "apple_user_id"
             case idToken = "id_token"
             case redirectURI = "redirect_uri"
             case maxAttempts = "max_attempts"
@@ -79,7 +80,7 @@ struct RevocationsController {
                 field: credentials.isEmpty ? "authorization_code" : credentials[1].kind.rawValue
             )
         }
-        if [body.userID, body.appleUserID, body.idToken].compactMap({ $0 }).count > 1 {
+        if [body.userID, body.legacyUserID, body.idToken].compactMap({ $0 }).count > 1 {
             throw APIProblem.invalid(
                 "Name the user once: user_id, apple_user_id (its older name) or id_token.",
                 field: body.idToken != nil ? "id_token" : "apple_user_id"
@@ -92,7 +93,7 @@ struct RevocationsController {
                 provider: body.provider ?? NewRevocation.defaultProvider,
                 clientID: body.clientID,
                 externalReference: body.externalReference,
-                userID: body.userID ?? body.appleUserID,
+                userID: body.userID ?? body.legacyUserID,
                 credential: credential,
                 redirectURI: body.redirectURI,
                 maxAttempts: body.maxAttempts ?? defaultMaxAttempts
