@@ -1,5 +1,12 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(CoreFoundation)
+import CoreFoundation  // `stat`'s members, with MemberImportVisibility
+#endif
+
 /// Checks the files that hold secrets, as ssh checks its keys: one that others may read, or
 /// the group may write, is a warning, or with `--strict` an error. Group read is accepted only
 /// when the group is one of this process's own (Kubernetes' `fsGroup` with mode 0440, Debian's
