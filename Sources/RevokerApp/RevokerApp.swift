@@ -90,10 +90,10 @@ public struct RevokerApp: Sendable {
         // A serving process makes the SQL path match its configuration; one-shot commands,
         // which may run with a partial configuration, leave it alone.
         let queue = self.queue
-        let clientIDs = Array(configuration.sqlIntakeClientIDs)
+        let apps = configuration.sqlApps
         var publish: (@Sendable () async throws -> Void)?
         if !parts.isEmpty {
-            publish = { @Sendable in try await queue.publishSQLIntake(clientIDs: clientIDs) }
+            publish = { @Sendable in try await queue.publishSQLIntake(apps: apps) }
         }
         self.startup = StartupCheck(
             database: database,
@@ -324,7 +324,7 @@ public struct RevokerApp: Sendable {
     /// keys for the SQL enqueue path: what `revoker migrate` does. Returns the versions applied.
     public func migrate() async throws -> [Int] {
         let applied = try await Migrator(client: database, logger: logger).migrate()
-        try await queue.publishSQLIntake(clientIDs: configuration.sqlIntakeClientIDs)
+        try await queue.publishSQLIntake(apps: configuration.sqlApps)
         return applied
     }
 

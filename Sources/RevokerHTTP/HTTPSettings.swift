@@ -21,6 +21,9 @@ public struct HTTPSettings: Sendable, Equatable {
     /// The limit of every database call made while answering a request; past it the answer
     /// is 503 with `Retry-After`.
     public var databaseTimeout: Duration = .seconds(5)
+    /// How long `POST /v1/grants` with a code waits for a worker to exchange it: answered `201`
+    /// (or `422`) within it, `202` past it while the exchange goes on.
+    public var grantExchangeWait: Duration = .seconds(3)
     /// The compliance pages under `/ui/`; nil (the default) serves none.
     public var ui: UISettings?
 
@@ -32,6 +35,10 @@ public enum APIScope: String, Sendable, Hashable, CaseIterable {
     case revocationsWrite = "revocations:write"
     case revocationsRead = "revocations:read"
     case auditRead = "audit:read"
+    /// Register grants for custody (`POST /v1/grants`).
+    case grantsWrite = "grants:write"
+    /// See held grants, never their tokens (`GET /v1/grants`).
+    case grantsRead = "grants:read"
     /// The event feed (`GET /v1/events`).
     case eventsRead = "events:read"
     /// Everything, including re-queueing.

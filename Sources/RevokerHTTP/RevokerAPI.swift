@@ -23,6 +23,7 @@ public struct RevokerAPI: Sendable {
     let logger: Logger
     let health: HealthController
     let revocations: RevocationsController
+    let grants: GrantsController
     let audit: AuditController
     let events: EventsController
     let inboxes: InboxController
@@ -78,6 +79,15 @@ public struct RevokerAPI: Sendable {
             maxBodyBytes: settings.maxBodyBytes,
             metrics: metrics,
             store: store,
+            logger: logger
+        )
+        self.grants = GrantsController(
+            queue: queue,
+            keys: keys,
+            rules: EnqueueRules(served: clientIDs, providers: providers),
+            maxBodyBytes: settings.maxBodyBytes,
+            store: store,
+            exchangeWait: settings.grantExchangeWait,
             logger: logger
         )
         let audit = AuditController(
@@ -147,6 +157,7 @@ public struct RevokerAPI: Sendable {
         health.addRoutes(to: router)
         let v1 = router.group("v1")
         revocations.addRoutes(to: v1)
+        grants.addRoutes(to: v1)
         audit.addRoutes(to: v1)
         events.addRoutes(to: v1)
         inboxes.addRoutes(to: v1)

@@ -66,7 +66,7 @@ public struct LocalStack: Sendable {
                 // As `revoker migrate` would: the SQL path accepts these apps and encrypts to this intake key.
                 try await reportingStall("publishing the SQL intake on \(database.name)") {
                     try await RevocationQueue(client: database.client, sealer: configuration.sealer, logger: logger)
-                        .publishSQLIntake(clientIDs: configuration.sqlIntakeClientIDs)
+                        .publishSQLIntake(apps: configuration.sqlApps)
                 }
                 return try await body(LocalStack(database: database, sandbox: sandbox, files: files, configuration: configuration))
             }

@@ -540,6 +540,7 @@ private struct Setting {
             "http.idle_timeout_seconds": Setting(alternative: .number(90)) { c, _ in .seconds(c.http.idleTimeout) },
             "http.max_connections": Setting(alternative: .number(64)) { c, _ in .integer(c.http.maxConnections) },
             "http.database_timeout_seconds": Setting(alternative: .number(2)) { c, _ in .seconds(c.http.databaseTimeout) },
+            "http.grant_exchange_wait_seconds": Setting(alternative: .number(1.5)) { c, _ in .seconds(c.http.grantExchangeWait) },
             "http.api_keys[].name": Setting { c, entry in .text(apiKey(c, entry)?.name) },
             "http.api_keys[].sha256": Setting { c, entry in
                 .text(apiKey(c, entry).map { Data($0.sha256).map { String(format: "%02x", $0) }.joined() })

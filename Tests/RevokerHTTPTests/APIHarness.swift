@@ -56,12 +56,13 @@ struct APIHarness: Sendable {
         http overrides: [String: any Sendable] = [:],
         server: String? = nil,
         googleClientIDs: [String] = [],
+        extraKeys: [[String: any Sendable]] = [],
         sandbox: AppleSandbox.Configuration = .init(),
         google: GoogleSandbox.Configuration = .init(),
         _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let keys = Keys()
-        let http = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration].merging(overrides) { $1 }
+        let http = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration + extraKeys].merging(overrides) { $1 }
         return try await RevokerTestStack.with(
             googleClientIDs: googleClientIDs,
             worker: settings,

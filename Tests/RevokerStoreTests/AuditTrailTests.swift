@@ -92,10 +92,26 @@ struct AuditTrailTests {
                 await #expect(throws: (any Error).self) {
                     try await connection.query("UPDATE revoker.revocation_requests SET max_attempts = 2", logger: logger)
                 }
+                // Custody: register a grant and see where it stands, never its token.
+                let grant = try await connection.query(
+                    "SELECT revoker.register_grant('apple', 'com.example.app', 'account-1', 'refresh_token', 'r.held')",
+                    logger: logger
+                ).collect()
+                #expect(grant.count == 1)
+                let held = try await connection.query("SELECT state FROM revoker.grant_states", logger: logger).collect()
+                #expect(try held.first?.decode(String.self) == "pending")
+                await #expect(throws: (any Error).self) {
+                    _ = try await connection.query("SELECT sealed_token FROM revoker.grants", logger: logger).collect()
+                }
                 try await connection.query("RESET ROLE", logger: logger)
                 try await connection.query("SET ROLE revoker_auditor", logger: logger)
+                let states = try await connection.query("SELECT count(*)::int FROM revoker.grant_states", logger: logger).collect()
+                #expect(try states.first?.decode(Int.self) == 1)
+                await #expect(throws: (any Error).self) {
+                    _ = try await connection.query("SELECT sealed_token FROM revoker.grants", logger: logger).collect()
+                }
                 let audit = try await connection.query("SELECT count(*)::int FROM revoker.audit_events", logger: logger).collect()
-                #expect(try audit.first?.decode(Int.self) == 1)
+                #expect(try audit.first?.decode(Int.self) == 2, "the enqueue's row and the registration's")
                 // Heads move when a checkpoint covers their rows; there is none yet.
                 let heads = try await connection.query("SELECT count(*)::int FROM revoker.audit_chains", logger: logger).collect()
                 #expect(try heads.first?.decode(Int.self) == 0)

@@ -10,8 +10,9 @@
 --                  recording role (a trigger stamps them), and as it does not own the tables
 --                  it cannot disable those triggers.
 -- revoker_enqueuer app backends that enqueue inside their own transaction: EXECUTE on
---                  revoker.enqueue_revocation only, plus SELECT on the request's state columns
---                  (never the credential columns or the intake).
+--                  revoker.enqueue_revocation and revoker.register_grant only, plus SELECT on the
+--                  request's state columns and revoker.grant_states (never a credential column,
+--                  the intake or the grants' tokens).
 -- revoker_auditor  compliance: SELECT on revoker.audit_events, its chains, genesis and checkpoints,
 --                  the providers' notifications, and the schema's version (revoker.schema_migrations:
 --                  names and checksums of the migrations applied), which `revoker audit verify` checks
@@ -75,6 +76,10 @@ GRANT SELECT, INSERT ON revoker.google_security_events TO revoker_worker;
 GRANT USAGE ON SEQUENCE revoker.google_security_events_id_seq TO revoker_worker;
 -- Migration 0011: each worker registers itself beside its liveness lock, and rescuers mark and forget dead ones.
 GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.workers TO revoker_worker;
+-- Migration 0014: the service holds grants in custody (sealed tokens) and registers them.
+GRANT SELECT, INSERT, UPDATE ON revoker.grants TO revoker_worker;
+GRANT SELECT ON revoker.grant_states TO revoker_worker;
+GRANT EXECUTE ON FUNCTION revoker.register_grant(text, text, text, text, text, text, text) TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;
@@ -84,9 +89,14 @@ GRANT SELECT (id, client_id, external_reference, apple_user_id, credential_kind,
     ON revoker.revocation_requests TO revoker_enqueuer;
 -- The event feed, for backends in the same database (LISTEN revoker_events needs no grant).
 GRANT SELECT ON revoker.events TO revoker_enqueuer;
+-- Migration 0014: register grants at sign-in and see where they stand, never a token.
+GRANT EXECUTE ON FUNCTION revoker.register_grant(text, text, text, text, text, text, text) TO revoker_enqueuer;
+GRANT SELECT ON revoker.grant_states TO revoker_enqueuer;
 
 -- Auditor
 GRANT SELECT ON revoker.audit_events, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_checkpoints TO revoker_auditor;
 -- `revoker audit verify` refuses to judge a trail whose schema this build does not know.
 GRANT SELECT ON revoker.schema_migrations TO revoker_auditor;
+-- Migration 0014: grants held, without their tokens.
+GRANT SELECT ON revoker.grant_states TO revoker_auditor;

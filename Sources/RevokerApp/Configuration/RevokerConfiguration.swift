@@ -73,9 +73,10 @@ public struct RevokerConfiguration: Sendable {
         providers[index] = ConfiguredProvider(plugin, settings: settings)
     }
 
-    /// The client_ids `revoker.enqueue_revocation` accepts: the default provider's, the one the
-    /// SQL path enqueues for.
-    public var sqlIntakeClientIDs: Set<String> { clientIDsByProvider[NewRevocation.defaultProvider] ?? [] }
+    /// The apps the SQL functions (`revoker.enqueue_revocation`, `revoker.register_grant`) accept,
+    /// by provider: every configured one (client_ids are unique across providers, so the app
+    /// names its provider).
+    public var sqlApps: [String: Set<String>] { clientIDsByProvider.filter { !$0.value.isEmpty } }
 
     /// The pooled HTTP clients for calls to providers, enough for the worker's concurrency over
     /// HTTP/2, trusting ``extraTrustRoots`` too.

@@ -50,6 +50,7 @@ extension HTTPSettings {
         bodyTimeout = try source.seconds("body_timeout_seconds", in: 0.1...600) ?? bodyTimeout
         idleTimeout = try source.seconds("idle_timeout_seconds", in: 0.1...3600) ?? idleTimeout
         databaseTimeout = try source.seconds("database_timeout_seconds", in: 0.1...60) ?? databaseTimeout
+        grantExchangeWait = try source.seconds("grant_exchange_wait_seconds", in: 0...30) ?? grantExchangeWait
         maxConnections = try source.int("max_connections", in: 1...100_000) ?? maxConnections
         for entry in source.entries("api_keys") {
             let key = try APIKey(reading: entry)

@@ -121,33 +121,7 @@ struct RevocationsController {
 
     /// A refusal of the enqueue rules, naming the field of this API.
     func problem(_ refusal: EnqueueRules.Refusal, credential: Credential, userField: String) -> APIProblem {
-        switch refusal {
-        case .invalid(let invalid):
-            // The credential's field is named after its kind in this API.
-            let field =
-                switch invalid.field {
-                case .credential: credential.kind.rawValue
-                case .userID: userField
-                default: invalid.field.rawValue
-                }
-            return .invalid("This field \(invalid.rule).", field: field)
-        case .unknownProvider(let configured):
-            return .invalid("No such provider is configured; configured: \(configured.joined(separator: ", ")).", field: "provider")
-        case .unknownApp:
-            return .invalid("No app with this client_id is configured for this provider.", field: "client_id")
-        case .unverifiableIdentityToken:
-            return .invalid(
-                "This field must be an identity token of at most \(EnqueueRules.maximumIdentityTokenBytes) bytes from the request's provider.",
-                field: "id_token"
-            )
-        case .identityTokenRejected(let rejected):
-            return .invalid("The identity token did not verify (\(rejected.code)): \(rejected.reason)", field: "id_token")
-        case .keysUnavailable(let failure):
-            logger.warning("The provider's keys could not be fetched to verify an identity token", metadata: ["provider.detail": "\(failure.detail)"])
-            var problem = APIProblem(.serviceUnavailable, "The provider's keys could not be fetched to verify the identity token; try again.")
-            problem.headers[.retryAfter] = "5"
-            return problem
-        }
+        APIProblem(refusal, fields: [.credential: credential.kind.rawValue, .userID: userField], logger: logger)
     }
 
     func list(_ request: Request, context: APIRequestContext) async throws -> RevocationList {

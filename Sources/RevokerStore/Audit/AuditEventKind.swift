@@ -59,6 +59,11 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     /// A signer refused to take a checkpoint: the trail no longer extends what was signed before
     /// (detail: the reason's code, then what it found).
     public static let checkpointRefused = Self("checkpoint_refused")
+    /// A grant was registered for custody (detail: the grant's id, provider, kind, and how the
+    /// user is known).
+    public static let grantRegistered = Self("grant_registered")
+    /// A grant's refresh token is sealed in custody (detail: the grant's id).
+    public static let grantHeld = Self("grant_held")
     /// A free-form note (detail says what).
     public static let note = Self("note")
 
@@ -67,7 +72,7 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
         .requeued, .appPaused, .appResumed, .providerError, .appleNotification, .exchangeStarted, .note,
-        .googleSecurityEvent, .checkpointRefused,
+        .googleSecurityEvent, .checkpointRefused, .grantRegistered, .grantHeld,
     ]
     public var description: String { self.rawValue }
 }

@@ -42,6 +42,39 @@ public struct CredentialSealer: Sendable {
 
     /// Seals `credential` for request `requestID` with the current key.
     public func seal(_ credential: Credential, requestID: UUID) throws(RevokerStoreError) -> SealedCredential {
+        try seal(credential, owner: .request(requestID))
+    }
+
+    /// Seals a held grant's token with the current key, bound to the grant.
+    public func seal(_ credential: Credential, grantID: UUID) throws(RevokerStoreError) -> SealedCredential {
+        try seal(credential, owner: .grant(grantID))
+    }
+
+    /// Opens a held grant's sealed token.
+    public func open(_ sealed: SealedCredential, grantID: UUID, kind: CredentialKind) throws(RevokerStoreError) -> Credential {
+        try open(sealed, owner: .grant(grantID), kind: kind)
+    }
+
+    /// Opens a sealed credential of request `requestID` and the given kind.
+    public func open(_ sealed: SealedCredential, requestID: UUID, kind: CredentialKind) throws(RevokerStoreError) -> Credential {
+        try open(sealed, owner: .request(requestID), kind: kind)
+    }
+
+    /// The row a sealed value belongs to: a request's credential, or a held grant's token. Each
+    /// binds its own label, so a value cannot move between the two tables either.
+    enum Owner {
+        case request(UUID)
+        case grant(UUID)
+
+        var label: String {
+            switch self {
+            case .request(let id): "revoker.credential.v1|\(id.uuidString.lowercased())"
+            case .grant(let id): "revoker.grant.v1|\(id.uuidString.lowercased())"
+            }
+        }
+    }
+
+    func seal(_ credential: Credential, owner: Owner) throws(RevokerStoreError) -> SealedCredential {
         let keyID = self.keyring.currentKeyID
         guard let key = self.keyring.keys[keyID] else {
             throw RevokerStoreError(.unknownKeyID, "the current key id is not in the keyring")
@@ -50,7 +83,7 @@ public struct CredentialSealer: Sendable {
             let box = try AES.GCM.seal(
                 Array(credential.secret.utf8),
                 using: key,
-                authenticating: Self.aad(requestID: requestID, kind: credential.kind, keyID: keyID)
+                authenticating: Self.aad(owner, kind: credential.kind, keyID: keyID)
             )
             guard let combined = box.combined else {
                 throw RevokerStoreError(.sealFailed, "AES-GCM produced no combined representation")
@@ -63,8 +96,7 @@ public struct CredentialSealer: Sendable {
         }
     }
 
-    /// Opens a sealed credential of request `requestID` and the given kind.
-    public func open(_ sealed: SealedCredential, requestID: UUID, kind: CredentialKind) throws(RevokerStoreError) -> Credential {
+    func open(_ sealed: SealedCredential, owner: Owner, kind: CredentialKind) throws(RevokerStoreError) -> Credential {
         guard let key = self.keyring.keys[sealed.keyID] else {
             throw RevokerStoreError(
                 .unknownKeyID,
@@ -79,7 +111,7 @@ public struct CredentialSealer: Sendable {
             let plain = try AES.GCM.open(
                 box,
                 using: key,
-                authenticating: Self.aad(requestID: requestID, kind: kind, keyID: sealed.keyID)
+                authenticating: Self.aad(owner, kind: kind, keyID: sealed.keyID)
             )
             guard let secret = String(bytes: plain, encoding: .utf8) else {
                 throw RevokerStoreError(.unsealFailed, "the opened credential is not UTF-8")
@@ -90,12 +122,12 @@ public struct CredentialSealer: Sendable {
         } catch {
             throw RevokerStoreError(
                 .unsealFailed,
-                "the sealed credential could not be opened: wrong key, tampered ciphertext, or sealed for another request"
+                "the sealed credential could not be opened: wrong key, tampered ciphertext, or sealed for another request or grant"
             )
         }
     }
 
-    static func aad(requestID: UUID, kind: CredentialKind, keyID: String) -> [UInt8] {
-        Array("revoker.credential.v1|\(requestID.uuidString.lowercased())|\(kind.rawValue)|\(keyID)".utf8)
+    static func aad(_ owner: Owner, kind: CredentialKind, keyID: String) -> [UInt8] {
+        Array("\(owner.label)|\(kind.rawValue)|\(keyID)".utf8)
     }
 }

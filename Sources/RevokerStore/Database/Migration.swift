@@ -71,5 +71,6 @@ public struct Migration: Sendable, Hashable {
             sql: String(decoding: PackageResources._012_worker_call_rates_sql, as: UTF8.self)
         ),
         Migration(version: 13, name: "0013_audit_witnesses", sql: String(decoding: PackageResources._013_audit_witnesses_sql, as: UTF8.self)),
+        Migration(version: 14, name: "0014_grant_custody", sql: String(decoding: PackageResources._014_grant_custody_sql, as: UTF8.self)),
     ]
 }

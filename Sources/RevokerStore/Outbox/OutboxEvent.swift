@@ -5,8 +5,8 @@ import Foundation
 public struct OutboxEvent: Sendable, Equatable {
     /// Unique; the `webhook-id` of every delivery of this event, so receivers can drop repeats.
     public var id: UUID
-    /// `revocation.succeeded`, `revocation.failed`, `revocation.cancelled`, `apple.consent_revoked`,
-    /// `apple.account_deleted`, `apple.email_disabled` or `apple.email_enabled`.
+    /// One of ``types``: a request's end (`revocation.*`, or `grant.*` for a grant taken into
+    /// custody or not), a provider's message (`apple.*`, `google.*`), a checkpoint (`audit.*`).
     public var type: String
     public var clientID: String
     /// When the change it reports committed.
@@ -30,6 +30,8 @@ public struct OutboxEvent: Sendable, Equatable {
     /// The signed checkpoint as a JSON object (`audit.checkpoint`), for the backend to keep as
     /// a witness: `revoker audit verify --witness` reads these events as they were received.
     public var checkpoint: String?
+    /// The grant a `grant.*` event is about.
+    public var grantID: UUID?
 
     /// The types an event can have.
     public static let types = [
@@ -37,7 +39,7 @@ public struct OutboxEvent: Sendable, Equatable {
         "apple.consent_revoked", "apple.account_deleted", "apple.email_disabled", "apple.email_enabled",
         "google.sessions_revoked", "google.tokens_revoked", "google.token_revoked", "google.account_disabled", "google.account_enabled",
         "google.account_purged", "google.account_credential_change_required", "google.verification",
-        "audit.checkpoint", "audit.checkpoint_refused",
+        "audit.checkpoint", "audit.checkpoint_refused", "grant.held", "grant.failed",
     ]
 
     /// The event as one JSON object, the same for `GET /v1/events`, `revoker events` and webhook
@@ -49,6 +51,7 @@ public struct OutboxEvent: Sendable, Equatable {
         }
         add("provider", provider)
         add("request_id", requestID?.uuidString.lowercased())
+        add("grant_id", grantID?.uuidString.lowercased())
         add("external_reference", externalReference)
         // Apple's events keep the field they always had; another provider's user is `user_id`.
         add((provider ?? "apple") == "apple" ? "apple_user_id" : "user_id", userID)

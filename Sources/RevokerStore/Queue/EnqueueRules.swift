@@ -49,13 +49,23 @@ public struct EnqueueRules: Sendable {
     /// The request checked, its user the verified `sub` of `identityToken`, an identity token the
     /// app received when the user signed in.
     public func binding(_ new: NewRevocation, toIdentityToken identityToken: String) async throws(Refusal) -> NewRevocation {
-        try check(new)
-        guard identityToken.utf8.count <= Self.maximumIdentityTokenBytes, let name = ProviderName(rawValue: new.provider),
+        let subject = try await verifiedSubject(of: identityToken, provider: new.provider, clientID: new.clientID)
+        do {
+            return try new.withUser(subject, fromIdentityToken: true)
+        } catch {
+            throw .invalid(error)
+        }
+    }
+
+    /// The `sub` of `identityToken`, an identity token app `clientID` of `provider` received when
+    /// the user signed in, once verified completely.
+    public func verifiedSubject(of identityToken: String, provider: String, clientID: String) async throws(Refusal) -> String {
+        try check(provider: provider, clientID: clientID)
+        guard identityToken.utf8.count <= Self.maximumIdentityTokenBytes, let name = ProviderName(rawValue: provider),
             let provider = providers[name]
         else { throw .unverifiableIdentityToken }
-        let subject: String
         do {
-            subject = try await provider.verifyIdentityToken(identityToken, clientID: new.clientID)
+            return try await provider.verifyIdentityToken(identityToken, clientID: clientID)
         } catch let rejected as IdentityTokenRejected {
             throw .identityTokenRejected(rejected)
         } catch let failure as ProviderFailure {
@@ -64,11 +74,6 @@ public struct EnqueueRules: Sendable {
             throw .keysUnavailable(
                 ProviderFailure(endpoint: "identity token", classification: .transient, httpStatus: nil, detail: "\(type(of: error))")
             )
-        }
-        do {
-            return try new.withUser(subject, fromIdentityToken: true)
-        } catch {
-            throw .invalid(error)
         }
     }
 }

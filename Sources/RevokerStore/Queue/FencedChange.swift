@@ -9,6 +9,13 @@ protocol FencedChange: Encodable, Sendable {
     static var assignments: String { get }
     /// Whether the change ends the credential's stay in the SQL intake table.
     static var erasesIntake: Bool { get }
+    /// More data-modifying CTEs of the same statement (`name AS (…)`, comma-led), over `changed`
+    /// (the requests changed, with their `grant_id`) and `input`; empty for most changes.
+    static var alsoChanges: String { get }
+}
+
+extension FencedChange {
+    static var alsoChanges: String { "" }
 }
 
 /// One request's fenced change: the lease that must still be current, the events to write
@@ -122,6 +129,40 @@ enum Fenced {
         static let columns = "extend_ms int8"
         static let assignments = "lease_expires_at = now() + make_interval(secs => i.extend_ms::float8 / 1000.0)"
         static let erasesIntake = false
+    }
+
+    /// The end of a hold request that took its grant into custody: the request succeeds as
+    /// `held` (its code erased) and, in the same statement, the grant holds the sealed refresh
+    /// token, bound to the verified user when the identity token named one.
+    struct Hold: FencedChange {
+        enum CodingKeys: String, CodingKey {
+            case sealed
+            case keyID = "key_id"
+            case userID = "user_id"
+        }
+        /// Base64 of the token sealed for the grant.
+        var sealed: String
+        var keyID: String
+        /// The verified `sub`, when the exchange's identity token verified.
+        var userID: String?
+
+        static let columns = "sealed text, key_id text, user_id text"
+        static let assignments = """
+            state = 'succeeded', outcome = 'held', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+            last_error_code = NULL, last_error_description = NULL, sealed_credential = NULL, credential_key_id = NULL,
+            apple_user_id = coalesce(r.apple_user_id, i.user_id)
+            """
+        static let erasesIntake = true
+        static let alsoChanges = """
+            , held AS (
+                UPDATE revoker.grants g
+                SET state = 'held', sealed_token = decode(i.sealed, 'base64'), token_key_id = i.key_id, held_at = now(), updated_at = now(),
+                    user_id = coalesce(i.user_id, g.user_id),
+                    user_source = CASE WHEN i.user_id IS NOT NULL THEN 'verified_id_token' ELSE g.user_source END
+                FROM changed c JOIN input i ON i.id = c.id
+                WHERE g.id = c.grant_id AND g.state = 'pending'
+            )
+            """
     }
 
     /// Nothing but the events.

@@ -16,6 +16,9 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     /// Apple told Revoker that the user revoked the grant (`consent-revoked`) or deleted their
     /// Apple account (`account-delete`): nothing left to revoke (state `succeeded`).
     public static let revokedByUser = Self("revoked_by_user")
+    /// A hold request took its grant into custody: the refresh token is sealed in the grant
+    /// (state `succeeded`, purpose ``RequestPurpose/hold`` only).
+    public static let held = Self("held")
     /// Apple rejected the authorization code (expired, used, other client) (state `failed`).
     public static let codeRejected = Self("code_rejected")
     /// A rescued request's code exchange was refused after an earlier attempt had started one:
@@ -35,14 +38,14 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     public static let cancelled = Self("cancelled")
     /// All outcomes.
     public static let all: [RevocationOutcome] = [
-        .revoked, .alreadyInvalid, .revokedByUser, .codeRejected, .exchangeLost, .subjectMismatch, .exhausted, .clientMisconfigured, .rejected,
+        .revoked, .alreadyInvalid, .revokedByUser, .held, .codeRejected, .exchangeLost, .subjectMismatch, .exhausted, .clientMisconfigured, .rejected,
         .cancelled,
     ]
 
     /// The final state this outcome belongs to.
     public var state: RevocationState {
         switch self {
-        case .revoked, .alreadyInvalid, .revokedByUser: .succeeded
+        case .revoked, .alreadyInvalid, .revokedByUser, .held: .succeeded
         case .cancelled: .cancelled
         default: .failed
         }

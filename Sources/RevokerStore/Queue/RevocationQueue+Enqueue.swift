@@ -25,7 +25,7 @@ extension RevocationQueue {
                         VALUES (\(id), \(new.provider), \(new.clientID), \(new.externalReference), \(new.userID),
                                 \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
                                 \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(new.redirectURI), \(new.maxAttempts))
-                        ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
+                        ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') AND grant_id IS NULL DO NOTHING
                         RETURNING \(unescaped: Self.requestColumns)
                         """,
                         logger: logger
@@ -45,7 +45,7 @@ extension RevocationQueue {
                         SELECT \(unescaped: Self.requestColumns), r.credential_digest
                         FROM revoker.revocation_requests r
                         WHERE r.client_id = \(new.clientID) AND r.external_reference = \(new.externalReference)
-                          AND r.state IN ('pending', 'running')
+                          AND r.state IN ('pending', 'running') AND r.grant_id IS NULL
                         """,
                         logger: logger
                     ).collect()

@@ -40,8 +40,8 @@ extension RevocationQueue {
                     SET \(unescaped: assignments)updated_at = now()
                     FROM input i JOIN locked l ON l.id = i.id
                     WHERE r.id = i.id AND r.state = 'running' AND r.fencing_token = i.fencing_token
-                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, l.attempts, i.owner AS actor, i.events
-                )\(unescaped: erase), audit AS (
+                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.grant_id, l.attempts, i.owner AS actor, i.events
+                )\(unescaped: erase)\(unescaped: Change.alsoChanges), audit AS (
                     \(unescaped: AuditWriter.insert(from: "changed"))
                 )
                 SELECT id FROM changed

@@ -108,21 +108,40 @@ extension RevocationQueue {
         }
     }
 
-    /// Makes the SQL enqueue path match this process's configuration: `clientIDs` become the
-    /// apps `revoker.enqueue_revocation` accepts (others are removed; none given changes
-    /// nothing), and the intake keys' public halves are published, the last as the one to
-    /// encrypt to.
+    /// ``publishSQLIntake(apps:logger:)`` with `clientIDs` all of the default provider's.
     public func publishSQLIntake(clientIDs: some Collection<String>, logger: Logger? = nil) async throws {
+        try await publishSQLIntake(apps: [NewRevocation.defaultProvider: Set(clientIDs)], logger: logger)
+    }
+
+    /// Makes the SQL path match this process's configuration: `apps` (client_ids by provider)
+    /// become the apps `revoker.enqueue_revocation` and `revoker.register_grant` accept (others
+    /// are removed; none given changes nothing), and the intake keys' public halves are
+    /// published, the last as the one to encrypt to.
+    public func publishSQLIntake(apps byProvider: [String: Set<String>], logger: Logger? = nil) async throws {
         let logger = logger ?? self.logger
+        let pairs = byProvider.flatMap { provider, clientIDs in clientIDs.map { ($0, provider) } }.sorted { $0.0 < $1.0 }
+        let (apps, providers) = (pairs.map(\.0), pairs.map(\.1))
         let keys = sealer.intakeKeys
         try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
                 // A process configured without apps (`migrate` with a database URL alone) leaves the list as it is.
-                let apps = Array(clientIDs)
                 if !apps.isEmpty {
-                    try await connection.run("DELETE FROM revoker.apps WHERE client_id <> ALL(\(apps)::text[])", logger: logger)
+                    // Deleted and inserted, never updated: the service's role may do only those two.
                     try await connection.run(
-                        "INSERT INTO revoker.apps (client_id) SELECT unnest(\(apps)::text[]) ON CONFLICT (client_id) DO NOTHING",
+                        """
+                        DELETE FROM revoker.apps a
+                        WHERE NOT EXISTS (
+                            SELECT 1 FROM unnest(\(apps)::text[], \(providers)::text[]) AS c(client_id, provider)
+                            WHERE c.client_id = a.client_id AND c.provider IS NOT DISTINCT FROM a.provider
+                        )
+                        """,
+                        logger: logger
+                    )
+                    try await connection.run(
+                        """
+                        INSERT INTO revoker.apps (client_id, provider) SELECT * FROM unnest(\(apps)::text[], \(providers)::text[])
+                        ON CONFLICT (client_id) DO NOTHING
+                        """,
                         logger: logger
                     )
                 }

@@ -79,7 +79,7 @@ extension RevocationQueue {
                            credential_key_id, credential_digest, redirect_uri, max_attempts
                     FROM revoker.revocation_requests
                     WHERE client_id = \(clientID) AND state = 'failed' AND outcome = 'client_misconfigured'
-                      AND sealed_credential IS NOT NULL AND (\(only)::uuid IS NULL OR id = \(only))
+                      AND sealed_credential IS NOT NULL AND grant_id IS NULL AND (\(only)::uuid IS NULL OR id = \(only))
                     ORDER BY created_at
                     FOR UPDATE SKIP LOCKED
                     """,
@@ -106,7 +106,7 @@ extension RevocationQueue {
                              credential_key_id, credential_digest, redirect_uri, max_attempts, requeued_from)
                         VALUES (\(newID), \(provider), \(clientID), \(reference), \(userID), \(rawKind), \(rawEnqueuedKind), \(ByteBuffer(bytes: sealed.bytes)),
                                 \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(redirectURI), \(maxAttempts), \(oldID))
-                        ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') DO NOTHING
+                        ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') AND grant_id IS NULL DO NOTHING
                         RETURNING id
                         """,
                         logger: logger

@@ -30,7 +30,8 @@ public struct RevocationQueue: Sendable {
         r.id, r.provider, r.client_id, r.external_reference, r.apple_user_id, r.credential_kind, r.enqueued_kind,
         (r.sealed_credential IS NOT NULL OR EXISTS (SELECT 1 FROM revoker.credential_intake ci WHERE ci.request_id = r.id)) AS has_credential,
         r.redirect_uri, r.state, r.outcome, r.attempts, r.max_attempts, r.run_after, r.lease_owner, r.lease_expires_at,
-        r.fencing_token, r.last_error_code, r.last_error_description, r.requeued_from, r.created_at, r.updated_at, r.finished_at
+        r.fencing_token, r.last_error_code, r.last_error_description, r.requeued_from, r.created_at, r.updated_at, r.finished_at,
+        r.purpose, r.grant_id
         """
 
     static func decodeRequest(_ row: PostgresRow) throws -> RevocationRequest {
@@ -43,6 +44,9 @@ public struct RevocationQueue: Sendable {
         }
         guard let state = RevocationState(rawValue: try cells["state"].decode(String.self)) else {
             throw RevokerStoreError(.unexpectedData, "unknown request state in the database")
+        }
+        guard let purpose = RequestPurpose(rawValue: try cells["purpose"].decode(String.self)) else {
+            throw RevokerStoreError(.unexpectedData, "unknown request purpose in the database")
         }
         let outcome = try cells["outcome"].decode(String?.self).map { raw throws(RevokerStoreError) -> RevocationOutcome in
             guard let outcome = RevocationOutcome(rawValue: raw) else {
@@ -73,7 +77,9 @@ public struct RevocationQueue: Sendable {
             requeuedFrom: try cells["requeued_from"].decode(UUID?.self),
             createdAt: try cells["created_at"].decode(Date.self),
             updatedAt: try cells["updated_at"].decode(Date.self),
-            finishedAt: try cells["finished_at"].decode(Date?.self)
+            finishedAt: try cells["finished_at"].decode(Date?.self),
+            purpose: purpose,
+            grantID: try cells["grant_id"].decode(UUID?.self)
         )
     }
 

@@ -48,4 +48,16 @@ public struct RevocationRequest: Sendable, Hashable, Identifiable {
     public var updatedAt: Date
     /// When it became final.
     public var finishedAt: Date?
+    /// What the request does with its grant: revoke it, or take it into custody.
+    public var purpose: RequestPurpose = .revoke
+    /// The held grant the request works on (custody), if any.
+    public var grantID: UUID? = nil
+}
+
+/// What a request does with the grant it carries.
+public enum RequestPurpose: String, Sendable, Hashable, Codable {
+    /// Prove it and revoke it.
+    case revoke
+    /// Exchange its code (or take its refresh token) and hold the refresh token in custody.
+    case hold
 }

@@ -68,6 +68,12 @@ public struct RevocationPipeline: Sendable {
                 "revoker.client_id": "\(claimed.request.clientID)",
             ]
         ) { $1 }
+        var claimed = claimed
+        if claimed.request.purpose == .hold {
+            // A new sign-in is a new consent: what the provider said of the user before does not
+            // concern the grant being taken in.
+            claimed.userRevocation = nil
+        }
         var run = Run(claimed: claimed, logger: logger, shouldRelease: shouldRelease)
         do {
             return try await self.carry(&run)
@@ -88,6 +94,8 @@ public struct RevocationPipeline: Sendable {
         var events: [AuditEvent] = []
         /// The first call's booked slot, until that call takes it.
         var ticket: OutboundRateLimits.Ticket?
+        /// The `sub` of the identity token that came with the grant, once verified.
+        var verifiedSubject: String?
 
         var request: RevocationRequest { claimed.request }
 
@@ -118,6 +126,10 @@ public struct RevocationPipeline: Sendable {
                 ? "Apple reported that the user deleted their Apple account" : "\(provider) reported that the user's account is gone"
             run.events.append(AuditEvent(.note, detail: account + "; no grant is left"))
             return try await finish(&run, .revokedByUser)
+        }
+        if run.request.purpose == .hold, run.claimed.credential.kind == .refreshToken {
+            // Registered through SQL: nothing to call, only to seal the token in its grant.
+            return try await hold(&run, refreshToken: run.claimed.credential.secret)
         }
         // The first call's slot under the app's rate limits, booked before anything is recorded.
         let ticket = rateLimits.book(run.request.clientID)
@@ -155,6 +167,19 @@ public struct RevocationPipeline: Sendable {
                 run.events.append(AuditEvent(.tokenExchanged, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
             }
             if let refused = try await checkIdentity(proof.identity, &run) { return refused }
+            if run.request.purpose == .hold {
+                guard let refreshToken = proof.refreshToken else {
+                    return try await finish(
+                        &run,
+                        .rejected,
+                        error: ErrorDetail(
+                            code: "no_refresh_token",
+                            description: "the exchange returned no refresh token to hold (Google: ask for offline access)"
+                        )
+                    )
+                }
+                return try await hold(&run, refreshToken: refreshToken)
+            }
             if let refreshToken = proof.refreshToken {
                 // Stored before the revoke: a retry must never re-send the spent code.
                 let (lease, events) = (run.lease, run.events)
@@ -247,6 +272,7 @@ public struct RevocationPipeline: Sendable {
             return try await finish(&run, .rejected, error: ErrorDetail(code: code, description: "the identity token could not be verified"))
         case .verified(let verified):
             subject = verified
+            run.verifiedSubject = verified
         }
         if let expected, subject != expected {
             run.events.append(AuditEvent(.idTokenMismatch, detail: "the grant belongs to another user than the request names"))
@@ -315,7 +341,9 @@ public struct RevocationPipeline: Sendable {
                 )
                 return try await finish(&run, .exhausted, error: error)
             }
-            let delay = retryPolicy.delay(afterAttempt: run.request.attempts, retryAfter: failure.retryAfter)
+            let backoff = retryPolicy.delay(afterAttempt: run.request.attempts, retryAfter: failure.retryAfter)
+            // A code held for custody dies five minutes after sign-in: retry within its life.
+            let delay = run.request.purpose == .hold ? min(backoff, Self.longestHoldRetry) : backoff
             run.logger.debug(
                 "Transient failure; retrying later",
                 metadata: ["revoker.retry_in_ms": "\(delay.milliseconds)", "provider.detail": "\(failure.detail)"]
@@ -343,6 +371,22 @@ public struct RevocationPipeline: Sendable {
     /// Records that the app works again.
     func resumed(_ clientID: String) async {
         await pauses.markResumed(clientID)
+    }
+
+    /// The longest wait before retrying a code's exchange for custody.
+    static let longestHoldRetry = Duration.seconds(15)
+
+    /// Ends a hold request: the refresh token sealed in its grant.
+    private func hold(_ run: inout Run, refreshToken: String) async throws -> Disposition {
+        guard let grantID = run.request.grantID else {
+            return try await finish(&run, .rejected, error: ErrorDetail(code: "no_grant", description: "a hold request without a grant"))
+        }
+        let (lease, events, subject) = (run.lease, run.events, run.verifiedSubject)
+        let applied = try await store {
+            try await queue.hold(lease, grantID: grantID, refreshToken: refreshToken, verifiedUserID: subject, events: events)
+        }
+        run.events = []
+        return applied ? .finished(.held) : .leaseLost
     }
 
     private func finish(_ run: inout Run, _ outcome: RevocationOutcome, error: ErrorDetail? = nil) async throws -> Disposition {

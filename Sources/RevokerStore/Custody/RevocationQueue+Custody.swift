@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension RevocationQueue {
+    /// Takes a grant into custody. A refresh token is sealed in the grant at once (`held`); a
+    /// code waits as a hold request (`pending`), claimed ahead of everything else, that a worker
+    /// exchanges. Either way a hold request carries the registration's audit trail.
+    ///
+    /// Registering the same code or token again returns `.existing`; for another account or
+    /// provider it throws ``RevokerStoreError/Code/conflict``.
+    public func register(_ new: NewGrant, actor: String, logger: Logger? = nil) async throws -> GrantRegistration {
+        try Self.validateActor(actor)
+        var logger = logger ?? self.logger
+        logger[metadataKey: "revoker.client_id"] = "\(new.clientID)"
+        let (grantID, requestID) = (UUID(), UUID())
+        let digest = ByteBuffer(bytes: new.credential.digest)
+        let isCode = new.credential.kind == .authorizationCode
+        // A code is sealed for its hold request (the worker opens it there), a token for its grant.
+        let sealed = isCode ? try sealer.seal(new.credential, requestID: requestID) : try sealer.seal(new.credential, grantID: grantID)
+        let userSource = new.userID == nil ? nil : new.userFromIdentityToken ? Grant.UserSource.verifiedIDToken : .stated
+        var events = [AuditEvent(.grantRegistered, detail: new.registeredDetail(grantID: grantID))]
+        if !isCode {
+            events += [
+                AuditEvent(.grantHeld, detail: "grant=\(grantID.uuidString.lowercased())"),
+                AuditEvent(.succeeded, detail: "outcome=held"),
+            ]
+        }
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: logger) { connection in
+                let inserted = try await connection.query(
+                    """
+                    INSERT INTO revoker.grants
+                        (id, provider, client_id, account_reference, user_id, user_source, registered_kind, registered_digest,
+                         state, sealed_token, token_key_id, hold_request_id, held_at)
+                    VALUES (\(grantID), \(new.provider), \(new.clientID), \(new.accountReference), \(new.userID), \(userSource?.rawValue),
+                            \(new.credential.kind.rawValue), \(digest), \(isCode ? "pending" : "held"),
+                            \(isCode ? nil : ByteBuffer(bytes: sealed.bytes)), \(isCode ? nil : sealed.keyID), \(requestID),
+                            CASE WHEN \(isCode) THEN NULL ELSE now() END)
+                    ON CONFLICT ON CONSTRAINT grants_registered_once DO NOTHING
+                    RETURNING id
+                    """,
+                    logger: logger
+                ).collect()
+                guard !inserted.isEmpty else {
+                    let rows = try await connection.query(
+                        "SELECT \(unescaped: Self.grantColumns) FROM revoker.grants g \(unescaped: Self.grantJoin) WHERE g.client_id = \(new.clientID) AND g.registered_digest = \(digest)",
+                        logger: logger
+                    ).collect()
+                    guard let row = rows.first else { throw RevokerStoreError(.database, "the registered grant vanished") }
+                    let existing = try Self.decodeGrant(row)
+                    guard existing.accountReference == new.accountReference, existing.provider == new.provider else {
+                        throw RevokerStoreError(.conflict, "this code or token is registered for another account")
+                    }
+                    return .existing(existing)
+                }
+                // A token needs no call: its hold request is over as it is written.
+                try await connection.query(
+                    """
+                    INSERT INTO revoker.revocation_requests
+                        (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
+                         sealed_credential, credential_key_id, credential_digest, redirect_uri, purpose, grant_id,
+                         state, outcome, finished_at)
+                    VALUES (\(requestID), \(new.provider), \(new.clientID), \(new.accountReference), \(new.userID),
+                            \(new.credential.kind.rawValue), \(new.credential.kind.rawValue),
+                            \(isCode ? ByteBuffer(bytes: sealed.bytes) : nil), \(isCode ? sealed.keyID : nil), \(digest),
+                            \(new.redirectURI), 'hold', \(grantID),
+                            \(isCode ? "pending" : "succeeded"), \(isCode ? nil : "held"), CASE WHEN \(isCode) THEN NULL ELSE now() END)
+                    """,
+                    logger: logger
+                ).collect()
+                try await AuditWriter.write(events, requestID: requestID, actor: actor, on: connection, logger: logger)
+                let rows = try await connection.query(
+                    "SELECT \(unescaped: Self.grantColumns) FROM revoker.grants g \(unescaped: Self.grantJoin) WHERE g.id = \(grantID)",
+                    logger: logger
+                ).collect()
+                guard let row = rows.first else { throw RevokerStoreError(.database, "the registered grant vanished") }
+                return .created(try Self.decodeGrant(row))
+            }
+        }
+    }
+
+    /// Ends a hold request by taking its grant into custody: `refreshToken` sealed in the grant,
+    /// bound to `verifiedUserID` when the exchange's identity token verified. False when the lease
+    /// is stale; the grant is then held all the same if it is still pending (the token is live
+    /// and nobody else holds it), so an exchanged code is never lost.
+    public func hold(
+        _ lease: Lease,
+        grantID: UUID,
+        refreshToken: String,
+        verifiedUserID: String?,
+        events: [AuditEvent] = []
+    ) async throws -> Bool {
+        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 8192 else {
+            throw RevokerStoreError(.invalidArgument, "the refresh token must be 1-8192 bytes")
+        }
+        let sealed = try sealer.seal(Credential(kind: .refreshToken, secret: refreshToken), grantID: grantID)
+        let change = Fenced.Hold(sealed: Data(sealed.bytes).base64EncodedString(), keyID: sealed.keyID, userID: verifiedUserID)
+        let closing =
+            events + [
+                AuditEvent(.grantHeld, detail: "grant=\(grantID.uuidString.lowercased())"),
+                AuditEvent(.succeeded, detail: "outcome=held"), AuditEvent(.credentialErased),
+            ]
+        if try await applyFenced(FencedRow(lease, events: closing, change)) { return true }
+        try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                UPDATE revoker.grants g
+                SET state = 'held', sealed_token = \(ByteBuffer(bytes: sealed.bytes)), token_key_id = \(sealed.keyID),
+                    held_at = now(), updated_at = now(), user_id = coalesce(\(verifiedUserID), g.user_id),
+                    user_source = CASE WHEN \(verifiedUserID)::text IS NOT NULL THEN 'verified_id_token' ELSE g.user_source END
+                WHERE g.id = \(grantID) AND g.state = 'pending'
+                """,
+                logger: logger
+            ).collect()
+        }
+        logger.warning("Lease lost after taking a grant into custody; the grant is held all the same", metadata: ["revoker.grant.id": "\(grantID)"])
+        return false
+    }
+
+    /// The grant with this id, or nil.
+    public func grant(id: UUID, logger: Logger? = nil) async throws -> Grant? {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                "SELECT \(unescaped: Self.grantColumns) FROM revoker.grants g \(unescaped: Self.grantJoin) WHERE g.id = \(id)",
+                logger: logger
+            ).collect().first.map(Self.decodeGrant)
+        }
+    }
+
+    /// The grants held for an account (every state), oldest first; only the apps in `clientIDs` when given.
+    public func grants(accountReference: String, clientIDs: [String]? = nil, limit: Int = 100, logger: Logger? = nil) async throws -> [Grant] {
+        let logger = logger ?? self.logger
+        guard (1...1000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000") }
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                SELECT \(unescaped: Self.grantColumns) FROM revoker.grants g \(unescaped: Self.grantJoin)
+                WHERE g.account_reference = \(accountReference)
+                  AND (\(clientIDs)::text[] IS NULL OR g.client_id = ANY(\(clientIDs)::text[]))
+                ORDER BY g.created_at, g.id
+                LIMIT \(limit)
+                """,
+                logger: logger
+            ).collect().map(Self.decodeGrant)
+        }
+    }
+
+    /// A grant's columns (never its token), with its hold request's last error.
+    static let grantColumns = """
+        g.id, g.provider, g.client_id, g.account_reference, g.user_id, g.user_source, g.registered_kind, g.state, g.end_reason,
+        g.hold_request_id, g.revoke_request_id, g.created_at, g.updated_at, g.held_at, g.ended_at,
+        h.last_error_code, h.last_error_description
+        """
+    static let grantJoin = "LEFT JOIN revoker.revocation_requests h ON h.id = g.hold_request_id AND g.state = 'failed'"
+
+    static func decodeGrant(_ row: PostgresRow) throws -> Grant {
+        let cells = row.makeRandomAccess()
+        guard let state = GrantState(rawValue: try cells["state"].decode(String.self)),
+            let kind = CredentialKind(rawValue: try cells["registered_kind"].decode(String.self))
+        else { throw RevokerStoreError(.unexpectedData, "unknown grant state or kind in the database") }
+        let errorCode = try cells["last_error_code"].decode(String?.self)
+        return Grant(
+            id: try cells["id"].decode(UUID.self),
+            provider: try cells["provider"].decode(String.self),
+            clientID: try cells["client_id"].decode(String.self),
+            accountReference: try cells["account_reference"].decode(String.self),
+            userID: try cells["user_id"].decode(String?.self),
+            userSource: try cells["user_source"].decode(String?.self).flatMap(Grant.UserSource.init(rawValue:)),
+            registeredKind: kind,
+            state: state,
+            endReason: try cells["end_reason"].decode(String?.self),
+            holdRequestID: try cells["hold_request_id"].decode(UUID?.self),
+            revokeRequestID: try cells["revoke_request_id"].decode(UUID?.self),
+            createdAt: try cells["created_at"].decode(Date.self),
+            updatedAt: try cells["updated_at"].decode(Date.self),
+            heldAt: try cells["held_at"].decode(Date?.self),
+            endedAt: try cells["ended_at"].decode(Date?.self),
+            error: try errorCode.map { ErrorDetail(code: $0, description: try cells["last_error_description"].decode(String?.self)) }
+        )
+    }
+}
