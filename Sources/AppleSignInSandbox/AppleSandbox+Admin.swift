@@ -19,6 +19,7 @@ extension AppleSandbox {
 
     func mint(_ request: Request, context: SandboxRequestContext, kind: SandboxState.TokenKind?) async throws -> Response {
         let body = try await request.decode(as: SandboxAdmin.Mint.self, context: context)
+        let now = clock.now
         let minted: (String, String)
         if let kind {
             minted = await state.mintToken(kind, clientID: body.clientID, subject: body.subject)
@@ -29,16 +30,16 @@ extension AppleSandbox {
                 subject: body.subject,
                 redirectURI: body.redirectURI,
                 lifetime: lifetime,
-                now: Date()
+                now: now
             )
         }
-        try await signIdentityToken(grantID: minted.1, clientID: body.clientID, subject: body.subject, now: Date())
+        try await signIdentityToken(grantID: minted.1, clientID: body.clientID, subject: body.subject, now: now)
         return Self.json(SandboxAdmin.Minted(value: minted.0, grantID: minted.1), status: .created)
     }
 
     func mintIdentityToken(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let body = try await request.decode(as: SandboxAdmin.IdentityTokenRequest.self, context: context)
-        let now = Date()
+        let now = clock.now
         let claims = AppleIdentityClaims(
             issuer: body.issuer ?? AppleIdentityClaims.appleIssuer,
             subject: body.subject,

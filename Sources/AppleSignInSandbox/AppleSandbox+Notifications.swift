@@ -14,7 +14,7 @@ extension AppleSandbox {
     func sendNotification(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let body = try await request.decode(as: SandboxAdmin.Notification.self, context: context)
         let jti = "sbx" + SandboxRandom.hex().prefix(24)
-        let payload = try await notificationJWS(body, jti: jti, now: Date())
+        let payload = try await notificationJWS(body, jti: jti, now: clock.now)
         if AppleNotificationType(rawValue: body.type)?.endsGrants == true, (body.variant ?? .genuine) == .genuine {
             // What the user did at Apple happens whether or not the receiver listens.
             await state.userEndedGrants(clientID: body.clientID, subject: body.subject)

@@ -52,6 +52,8 @@ public struct AppleSandbox: Sendable {
     let identityTokens: SandboxSigningKeys
     let notifications = SentMessages()
     let connections = SandboxConnections()
+    /// What every expiry and every signed time is judged by; tests move it forward.
+    let clock = SandboxClock()
 
     public init(configuration: Configuration = .init()) async throws {
         self.configuration = configuration
@@ -107,6 +109,7 @@ public struct AppleSandbox: Sendable {
             return Self.json(report)
         }
         admin.get("statistics") { _, _ in Self.json(await self.state.currentStatistics()) }
+        clock.addRoute(to: admin)
         admin.get("connections") { _, _ in Self.json(self.connections.report) }
         admin.get("faults") { _, _ in Self.json(await self.state.faults) }
         admin.put("faults") { request, context in
@@ -139,7 +142,7 @@ public struct AppleSandbox: Sendable {
 
     func token(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let endpoint = AppleEndpoint.token.rawValue
-        let now = Date()
+        let now = clock.now
         do {
             let fields = try await form(of: request, endpoint: endpoint, now: now)
             let (app, grantID) = try await admit(
@@ -198,7 +201,7 @@ public struct AppleSandbox: Sendable {
     /// every fetch is counted, as a receiver must not fetch once per token.
     func keys(context: SandboxRequestContext) async throws -> Response {
         let endpoint = AppleEndpoint.keys.rawValue
-        let now = Date()
+        let now = clock.now
         let faults = await state.keyFaults
         if let answer = try await injectFault(faults, endpoint: endpoint, grantID: nil, now: now, context: context) { return answer }
         await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
@@ -209,7 +212,7 @@ public struct AppleSandbox: Sendable {
 
     func revoke(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let endpoint = AppleEndpoint.revoke.rawValue
-        let now = Date()
+        let now = clock.now
         do {
             let fields = try await form(of: request, endpoint: endpoint, now: now)
             let (app, grantID) = try await admit(fields, endpoint: endpoint, credential: fields["token"], now: now, context: context)

@@ -100,6 +100,12 @@ public struct AppleSandboxAdmin: Sendable {
         _ = try await send(.PUT, "/sandbox/key-faults", body: faults)
     }
 
+    /// Moves the sandbox's clock `seconds` forward, so codes, tokens and client secrets age
+    /// without waiting; it never goes back.
+    public func advanceClock(by seconds: Double) async throws {
+        try await transport.advanceClock(by: seconds)
+    }
+
     private func send(_ method: HTTPMethod, _ path: String, body: (some Encodable)? = [String: String]?.none) async throws -> ByteBuffer {
         try await transport.send(method, path, body: body)
     }

@@ -107,7 +107,7 @@ extension GoogleSandbox {
     func addRISCRoutes(to group: RouterGroup<SandboxRequestContext>, admin: RouterGroup<SandboxRequestContext>) {
         group.get(".well-known/risc-configuration") { request, context in
             if let answer = try await self.injectKeyFault(.riscConfiguration, context: context) { return answer }
-            await self.state.record(endpoint: GoogleEndpoint.riscConfiguration.rawValue, status: 200, error: nil, grantID: nil, now: Date())
+            await self.state.record(endpoint: GoogleEndpoint.riscConfiguration.rawValue, status: 200, error: nil, grantID: nil, now: self.clock.now)
             // The keys are this sandbox's own certs, wherever and however it is served (HTTP/2
             // carries the scheme; HTTP/1.1 reaches the sandbox in plain text).
             let host = request.head.authority ?? "127.0.0.1"
@@ -125,7 +125,7 @@ extension GoogleSandbox {
                 throw HTTPError(.badRequest, message: "type must be one of Google's event types")
             }
             let jti = "sbx" + SandboxRandom.hex().prefix(24)
-            let token = try await self.securityEventToken(body, jti: jti, now: Date())
+            let token = try await self.securityEventToken(body, jti: jti, now: self.clock.now)
             if GoogleSecurityEvent.Kind(rawValue: body.type)?.endsGrants == true, (body.variant ?? .genuine) == .genuine {
                 // What the user did at Google happens whether or not the receiver listens.
                 await self.state.userEndedGrants(subject: body.subject, clientID: nil)

@@ -46,6 +46,8 @@ public struct GoogleSandbox: MountableSandbox {
     let state: GoogleSandboxState
     let keys: SandboxSigningKeys
     let sent = SentMessages()
+    /// What every expiry and every signed time is judged by; tests move it forward.
+    let clock = SandboxClock()
 
     public init(configuration: Configuration = .init()) async throws {
         self.configuration = configuration
@@ -82,7 +84,7 @@ public struct GoogleSandbox: MountableSandbox {
         group.post("revoke") { request, context in try await self.revoke(request, context: context) }
         group.get("oauth2/v3/certs") { _, context in
             if let answer = try await self.injectKeyFault(GoogleEndpoint.certs, context: context) { return answer }
-            await self.state.record(endpoint: GoogleEndpoint.certs.rawValue, status: 200, error: nil, grantID: nil, now: Date())
+            await self.state.record(endpoint: GoogleEndpoint.certs.rawValue, status: 200, error: nil, grantID: nil, now: self.clock.now)
             return Response(
                 status: .ok,
                 headers: [.contentType: "application/json; charset=UTF-8", .cacheControl: self.cacheControl],
@@ -100,7 +102,7 @@ public struct GoogleSandbox: MountableSandbox {
 
     func token(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let endpoint = GoogleEndpoint.token.rawValue
-        let now = Date()
+        let now = clock.now
         do {
             let fields = try await form(of: request, endpoint: endpoint, now: now)
             let call = await state.lookup(clientID: fields["client_id"], credential: fields["code"] ?? fields["refresh_token"])
@@ -174,7 +176,7 @@ public struct GoogleSandbox: MountableSandbox {
 
     func revoke(_ request: Request, context: SandboxRequestContext) async throws -> Response {
         let endpoint = GoogleEndpoint.revoke.rawValue
-        let now = Date()
+        let now = clock.now
         do {
             let fields = try await form(of: request, endpoint: endpoint, now: now)
             let call = await state.lookup(clientID: nil, credential: fields["token"])
@@ -210,7 +212,7 @@ public struct GoogleSandbox: MountableSandbox {
     /// The key faults' answer to one fetch of the keys or the discovery document, recorded; nil
     /// when the fetch is to be answered.
     func injectKeyFault(_ endpoint: GoogleEndpoint, context: SandboxRequestContext) async throws -> Response? {
-        let now = Date()
+        let now = clock.now
         return try await state.keyFaults.inject(context: context) { status, error in
             await state.record(endpoint: endpoint.rawValue, status: status, error: error, grantID: nil, now: now)
         }

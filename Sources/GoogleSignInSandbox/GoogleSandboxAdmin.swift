@@ -219,6 +219,12 @@ public struct GoogleSandboxAdmin: Sendable {
     public func setKeyFaults(_ faults: SandboxFaults) async throws {
         _ = try await transport.send(.PUT, "/sandbox/key-faults", body: faults)
     }
+
+    /// Moves the sandbox's clock `seconds` forward, so codes and tokens age without waiting;
+    /// it never goes back.
+    public func advanceClock(by seconds: Double) async throws {
+        try await transport.advanceClock(by: seconds)
+    }
 }
 
 /// The admin routes.
@@ -234,12 +240,13 @@ extension GoogleSandbox {
         admin.post("access-tokens") { request, context in try await self.mint(request, context: context, kind: .access) }
         admin.post("id-tokens") { request, context in
             let body = try await request.decode(as: GoogleSandboxAdmin.IdentityTokenRequest.self, context: context)
-            return SandboxJSON.response(SandboxAdmin.Value(value: try await self.identityToken(body, now: Date())), status: .created)
+            return SandboxJSON.response(SandboxAdmin.Value(value: try await self.identityToken(body, now: self.clock.now)), status: .created)
         }
         admin.post("keys/rotate") { request, context in
             let body = try await request.decode(as: GoogleSandboxAdmin.RotateKeys.self, context: context)
             return SandboxJSON.response(SandboxAdmin.Value(value: try await self.keys.rotate(retire: body.retire ?? false)))
         }
+        clock.addRoute(to: admin)
         admin.get("grants") { _, _ in SandboxJSON.response(await self.state.reports()) }
         admin.get("grants/:id") { _, context in
             guard let id = context.parameters.get("id"), let report = await self.state.report(id) else { throw HTTPError(.notFound) }
@@ -273,7 +280,7 @@ extension GoogleSandbox {
 
     private func mint(_ request: Request, context: SandboxRequestContext, kind: GoogleSandboxState.TokenKind?) async throws -> Response {
         let body = try await request.decode(as: GoogleSandboxAdmin.Mint.self, context: context)
-        let now = Date()
+        let now = clock.now
         let minted: SandboxAdmin.Minted
         if let kind {
             minted = await state.mintToken(kind, clientID: body.clientID, subject: body.subject, openID: body.openID ?? true)

@@ -30,6 +30,34 @@ public enum SandboxAdmin {
             self.value = value
         }
     }
+
+    /// `POST /sandbox/clock`: moves the sandbox's clock forward (it stops a century ahead).
+    public struct AdvanceClock: Codable, Sendable {
+        enum CodingKeys: String, CodingKey {
+            case advanceSeconds = "advance_seconds"
+        }
+        /// At least 0: the clock never goes back.
+        public var advanceSeconds: Double
+
+        public init(advanceSeconds: Double) {
+            self.advanceSeconds = advanceSeconds
+        }
+
+        /// Why the sandbox refuses it, or nil.
+        package var problem: String? {
+            advanceSeconds.isFinite && advanceSeconds >= 0 ? nil : "advance_seconds must be a number of seconds, 0 or more"
+        }
+    }
+
+    /// The sandbox's time once its clock moved.
+    public struct ClockTime: Codable, Sendable {
+        /// Seconds since 1970.
+        public var now: Double
+
+        package init(now: Double) {
+            self.now = now
+        }
+    }
 }
 
 /// An admin call a sandbox refused.
@@ -61,6 +89,11 @@ package struct SandboxAdminTransport: Sendable {
         let data = try await response.body.collect(upTo: 256 * 1024 * 1024)
         guard (200..<300).contains(response.status.code) else { throw SandboxAdminFailure(path: path, status: Int(response.status.code)) }
         return data
+    }
+
+    /// `POST /sandbox/clock`: moves the sandbox's clock `seconds` forward.
+    package func advanceClock(by seconds: Double) async throws {
+        _ = try await send(.POST, "/sandbox/clock", body: SandboxAdmin.AdvanceClock(advanceSeconds: seconds))
     }
 
     package func decode<T: Decodable>(_ buffer: ByteBuffer, as type: T.Type = T.self) throws -> T {

@@ -69,6 +69,55 @@ struct AppleProtocolTests {
         }
     }
 
+    @Test func aCodeOlderThanFiveMinutesIsRefusedOnTheSandboxClock() async throws {
+        try await RunningSandbox.with { sandbox in
+            try await sandbox.withClient { client in
+                // Secrets good for an hour: the default five minutes would run out with the code,
+                // and Apple would answer invalid_client before looking at it.
+                let signer = try await ClientSecretSigner(app: sandbox.registerApp(), lifetime: .seconds(3600))
+                let app = AppleAppClient(client: client, signer: signer)
+                let young = try await sandbox.admin.mintCode(clientID: app.clientID, subject: "u1")
+                let old = try await sandbox.admin.mintCode(clientID: app.clientID, subject: "u1")
+                try await sandbox.admin.advanceClock(by: 200)
+                _ = try await app.exchange(code: young.value, redirectURI: nil)
+                try await sandbox.admin.advanceClock(by: 101)
+                await #expect {
+                    try await app.exchange(code: old.value, redirectURI: nil)
+                } throws: { error in
+                    let error = error as? AppleAPIError
+                    return error?.error == "invalid_grant" && error?.classification == .credentialRejected && error?.httpStatus == 400
+                }
+                #expect(try await sandbox.admin.grant(young.grantID).codeExchanges == 1)
+                #expect(try await sandbox.admin.grant(old.grantID).rejectedCodeExchanges == 1)
+            }
+        }
+    }
+
+    @Test func theSandboxClocksOnlyMoveForward() async throws {
+        try await RunningSandbox.with { sandbox in
+            for base in [sandbox.baseURL, sandbox.googleBaseURL] {
+                func advance(_ body: String) async throws -> (status: UInt, body: Data) {
+                    var request = HTTPClientRequest(url: base + "/sandbox/clock")
+                    request.method = .POST
+                    request.headers.add(name: "Content-Type", value: "application/json")
+                    request.body = .bytes(ByteBuffer(string: body))
+                    let response = try await sandbox.httpClient.execute(request, timeout: .seconds(30))
+                    return (response.status.code, Data(String(buffer: try await response.body.collect(upTo: 4096)).utf8))
+                }
+                let before = Date().timeIntervalSince1970
+                let moved = try await advance(#"{"advance_seconds": 60}"#)
+                #expect(moved.status == 200)
+                #expect(try JSONDecoder().decode(SandboxAdmin.ClockTime.self, from: moved.body).now >= before + 60)
+                for refused in [#"{"advance_seconds": -1}"#, "{}", #"{"advance_seconds": "soon"}"#] {
+                    #expect(try await advance(refused).status == 400, Comment(rawValue: refused))
+                }
+            }
+            await #expect {
+                try await sandbox.admin.advanceClock(by: -1)
+            } throws: { ($0 as? SandboxAdminFailure)?.status == 400 }
+        }
+    }
+
     @Test func codesAreBoundToTheirRedirectURIAndClient() async throws {
         try await RunningSandbox.with { sandbox in
             try await sandbox.withClient { client in

@@ -77,6 +77,24 @@ struct GoogleProtocolTests {
         }
     }
 
+    @Test func aCodeOlderThanFiveMinutesIsRefusedOnTheSandboxClock() async throws {
+        try await withGoogle { sandbox, _, app in
+            let young = try await sandbox.google.mintCode(.init(clientID: app.clientID, subject: "u1"))
+            let old = try await sandbox.google.mintCode(.init(clientID: app.clientID, subject: "u1"))
+            await #expect {
+                try await sandbox.google.advanceClock(by: -1)
+            } throws: { ($0 as? SandboxAdminFailure)?.status == 400 }
+            try await sandbox.google.advanceClock(by: 200)
+            #expect(try await app.exchange(code: young.value, redirectURI: nil).identity == .verified(subject: "u1"))
+            try await sandbox.google.advanceClock(by: 101)
+            await #expect {
+                try await app.exchange(code: old.value, redirectURI: nil)
+            } throws: { isFailure($0, .credentialRejected, status: 400, code: "invalid_grant") }
+            #expect(try await sandbox.google.grant(young.grantID).codeExchanges == 1)
+            #expect(try await sandbox.google.grant(old.grantID).rejectedCodeExchanges == 1)
+        }
+    }
+
     @Test func aRefreshProvesTheGrantAndNamesItsUser() async throws {
         try await withGoogle { sandbox, _, app in
             let minted = try await sandbox.google.mintRefreshToken(clientID: app.clientID, subject: "u-live")
