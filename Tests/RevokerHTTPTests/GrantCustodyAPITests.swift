@@ -27,7 +27,12 @@ struct GrantCustodyAPITests {
             ["name": "grants-writer", "sha256": APIHarness.Keys.hash(writer), "scopes": ["grants:write"]],
             ["name": "grants-reader", "sha256": APIHarness.Keys.hash(reader), "scopes": ["grants:read"]],
         ]
-        return try await APIHarness.with(runWorker: true, http: http, googleClientIDs: [web], extraKeys: extra) { api in
+        // One test moves the sandbox's clock five minutes on: the client secrets, signed by the
+        // real clock, must still be valid there.
+        let worker: [String: any Sendable] = [
+            "poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1, "client_secret_lifetime_seconds": 3600,
+        ]
+        return try await APIHarness.with(runWorker: true, worker: worker, http: http, googleClientIDs: [web], extraKeys: extra) { api in
             try await body(api, writer, reader)
         }
     }
@@ -130,20 +135,10 @@ struct GrantCustodyAPITests {
         }
     }
 
-    /// A code the provider refuses is reported truthfully, never dropped: an expired code, and
-    /// a code of another user than the one named.
+    /// A code the provider refuses is reported truthfully, never dropped: a code of another user
+    /// than the one named, and a code older than five minutes (the sandbox's clock moved on).
     @Test func aRefusedCodeIsReportedTruthfully() async throws {
         try await Self.with { api, writer, reader in
-            let expired = try await api.stack.sandbox.admin.mintCode(clientID: Self.notes, subject: "apple-user-4", lifetimeSeconds: 0.5)
-            api.stack.secrets.add(expired.value)
-            try await Task.sleep(for: .seconds(1))
-            let body: [String: Any] = ["client_id": Self.notes, "account_reference": "account-4", "authorization_code": expired.value]
-            let refused = try await api.call(.POST, "/v1/grants", key: writer, json: body)
-            #expect(refused.status == 422, "\(refused.text)")
-            #expect(refused.json["state"] as? String == "failed")
-            #expect(refused.json["end_reason"] as? String == "code_rejected")
-            #expect(refused.json["error_code"] as? String == "invalid_grant")
-
             let someone = try await api.stack.sandbox.admin.mintCode(clientID: Self.notes, subject: "apple-user-5")
             api.stack.secrets.add(someone.value)
             let named: [String: Any] = [
@@ -152,6 +147,17 @@ struct GrantCustodyAPITests {
             let mismatch = try await api.call(.POST, "/v1/grants", key: writer, json: named)
             #expect(mismatch.status == 422, "\(mismatch.text)")
             #expect(mismatch.json["end_reason"] as? String == "subject_mismatch")
+            // Signed in five minutes and a second ago, by the sandbox's clock.
+            let expired = try await api.stack.sandbox.admin.mintCode(clientID: Self.notes, subject: "apple-user-4")
+            api.stack.secrets.add(expired.value)
+            try await api.stack.sandbox.admin.advanceClock(by: 301)
+            let body: [String: Any] = ["client_id": Self.notes, "account_reference": "account-4", "authorization_code": expired.value]
+            let refused = try await api.call(.POST, "/v1/grants", key: writer, json: body)
+            #expect(refused.status == 422, "\(refused.text)")
+            #expect(refused.json["state"] as? String == "failed")
+            #expect(refused.json["end_reason"] as? String == "code_rejected")
+            #expect(refused.json["error_code"] as? String == "invalid_grant")
+
             let listed = try await api.call(.GET, "/v1/grants?account_reference=account-5", key: reader)
             #expect((listed.json["grants"] as? [[String: Any]])?.first?["state"] as? String == "failed")
             let events = try await AppleNotificationsAPITests.feed(api, key: api.keys.admin, count: 2)
