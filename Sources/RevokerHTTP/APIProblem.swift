@@ -65,7 +65,9 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             case .invalidArgument: throw APIProblem(.unprocessableContent, error.message)
             case .conflict, .historyRewritten: throw APIProblem.conflict(error.message)
             case .notFound: throw APIProblem.notFound(error.message)
-            case .database: throw Self.unavailable(context)
+            case .database:
+                // The detail (SQLSTATE and the server's message) tells a refused statement from a lost connection.
+                throw Self.unavailable(context, detail: error.detail)
             default:
                 context.logger.error("Store error while serving a request", metadata: ["revoker.error": "\(error.code)"])
                 throw APIProblem(.internalServerError, "The request could not be completed.")
@@ -89,8 +91,8 @@ struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 
-    static func unavailable(_ context: Context) -> APIProblem {
-        context.logger.warning("Database unavailable while serving a request")
+    static func unavailable(_ context: Context, detail: String? = nil) -> APIProblem {
+        context.logger.warning("Database unavailable while serving a request", metadata: detail.map { ["revoker.error": "\($0)"] } ?? [:])
         var problem = APIProblem(.serviceUnavailable, "The database is unavailable; try again shortly.")
         problem.headers[.retryAfter] = "5"
         return problem

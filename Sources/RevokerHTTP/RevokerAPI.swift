@@ -24,6 +24,7 @@ public struct RevokerAPI: Sendable {
     let health: HealthController
     let revocations: RevocationsController
     let grants: GrantsController
+    let deletions: DeletionsController
     let audit: AuditController
     let events: EventsController
     let inboxes: InboxController
@@ -88,6 +89,14 @@ public struct RevokerAPI: Sendable {
             maxBodyBytes: settings.maxBodyBytes,
             store: store,
             exchangeWait: settings.grantExchangeWait,
+            logger: logger
+        )
+        self.deletions = DeletionsController(
+            queue: queue,
+            keys: keys,
+            revocations: revocations,
+            maxBodyBytes: settings.maxBodyBytes,
+            store: store,
             logger: logger
         )
         let audit = AuditController(
@@ -158,6 +167,7 @@ public struct RevokerAPI: Sendable {
         let v1 = router.group("v1")
         revocations.addRoutes(to: v1)
         grants.addRoutes(to: v1)
+        deletions.addRoutes(to: v1)
         audit.addRoutes(to: v1)
         events.addRoutes(to: v1)
         inboxes.addRoutes(to: v1)

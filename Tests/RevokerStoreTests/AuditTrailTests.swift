@@ -103,15 +103,24 @@ struct AuditTrailTests {
                 await #expect(throws: (any Error).self) {
                     _ = try await connection.query("SELECT sealed_token FROM revoker.grants", logger: logger).collect()
                 }
+                // Deletion by reference, and how it stands.
+                _ = try await connection.query("SELECT revoker.request_account_deletion('account-1')", logger: logger).collect()
+                let deletion = try await connection.query("SELECT state FROM revoker.deletion_states", logger: logger).collect()
+                #expect(try deletion.first?.decode(String.self) == "pending", "its grant is still being taken in")
+                await #expect(throws: (any Error).self) {
+                    _ = try await connection.query("SELECT revoker.complete_deletion(gen_random_uuid())", logger: logger).collect()
+                }
                 try await connection.query("RESET ROLE", logger: logger)
                 try await connection.query("SET ROLE revoker_auditor", logger: logger)
+                let deletions = try await connection.query("SELECT count(*)::int FROM revoker.deletion_states", logger: logger).collect()
+                #expect(try deletions.first?.decode(Int.self) == 1)
                 let states = try await connection.query("SELECT count(*)::int FROM revoker.grant_states", logger: logger).collect()
                 #expect(try states.first?.decode(Int.self) == 1)
                 await #expect(throws: (any Error).self) {
                     _ = try await connection.query("SELECT sealed_token FROM revoker.grants", logger: logger).collect()
                 }
                 let audit = try await connection.query("SELECT count(*)::int FROM revoker.audit_events", logger: logger).collect()
-                #expect(try audit.first?.decode(Int.self) == 2, "the enqueue's row and the registration's")
+                #expect(try audit.first?.decode(Int.self) == 3, "the enqueue's row, the registration's and the deletion's")
                 // Heads move when a checkpoint covers their rows; there is none yet.
                 let heads = try await connection.query("SELECT count(*)::int FROM revoker.audit_chains", logger: logger).collect()
                 #expect(try heads.first?.decode(Int.self) == 0)

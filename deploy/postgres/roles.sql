@@ -80,6 +80,11 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.workers TO revoker_worker;
 GRANT SELECT, INSERT, UPDATE ON revoker.grants TO revoker_worker;
 GRANT SELECT ON revoker.grant_states TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.register_grant(text, text, text, text, text, text, text) TO revoker_worker;
+-- Migration 0015: the service asks for account deletions (the functions write the requests and events).
+GRANT SELECT ON revoker.account_deletions, revoker.deletion_states TO revoker_worker;
+GRANT EXECUTE ON FUNCTION revoker.start_account_deletion(text, text[], text) TO revoker_worker;
+GRANT EXECUTE ON FUNCTION revoker.complete_deletion(uuid) TO revoker_worker;
+GRANT EXECUTE ON FUNCTION revoker.request_account_deletion(text, text[]) TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;
@@ -92,6 +97,9 @@ GRANT SELECT ON revoker.events TO revoker_enqueuer;
 -- Migration 0014: register grants at sign-in and see where they stand, never a token.
 GRANT EXECUTE ON FUNCTION revoker.register_grant(text, text, text, text, text, text, text) TO revoker_enqueuer;
 GRANT SELECT ON revoker.grant_states TO revoker_enqueuer;
+-- Migration 0015: delete an account by its reference and see how its deletions stand.
+GRANT EXECUTE ON FUNCTION revoker.request_account_deletion(text, text[]) TO revoker_enqueuer;
+GRANT SELECT ON revoker.deletion_states TO revoker_enqueuer;
 
 -- Auditor
 GRANT SELECT ON revoker.audit_events, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
@@ -100,3 +108,5 @@ GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_check
 GRANT SELECT ON revoker.schema_migrations TO revoker_auditor;
 -- Migration 0014: grants held, without their tokens.
 GRANT SELECT ON revoker.grant_states TO revoker_auditor;
+-- Migration 0015: account deletions.
+GRANT SELECT ON revoker.deletion_states TO revoker_auditor;

@@ -73,6 +73,23 @@ struct RevocationsController {
         var context = context
         context.maxUploadSize = maxBodyBytes  // what the decoder reads at most
         let body = try await request.decode(as: EnqueueBody.self, context: context)
+        let new = try await newRevocation(body, caller: caller)
+        let result = try await store { [queue, new, logger = context.logger] in
+            try await queue.enqueue(new, actor: "api:\(caller.name)", logger: logger)
+        }
+        switch result {
+        case .created(let created):
+            metrics.enqueued()
+            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "revoker.client_id": "\(body.clientID)"])
+            return EditedResponse(status: .accepted, response: RevocationView(created))
+        case .existing(let existing):
+            return EditedResponse(status: .ok, response: RevocationView(existing))
+        }
+    }
+
+    /// The request a body asks for, every rule checked (the app the caller may touch, the
+    /// identity token verified); refusals name the body's field.
+    func newRevocation(_ body: EnqueueBody, caller: APICaller) async throws -> NewRevocation {
         let credentials = body.credentials
         guard credentials.count == 1, let credential = credentials.first else {
             throw APIProblem.invalid(
@@ -106,17 +123,7 @@ struct RevocationsController {
         } catch let invalid as NewRevocation.Invalid {
             throw problem(.invalid(invalid), credential: credential, userField: userField)
         }
-        let result = try await store { [queue, new, logger = context.logger] in
-            try await queue.enqueue(new, actor: "api:\(caller.name)", logger: logger)
-        }
-        switch result {
-        case .created(let created):
-            metrics.enqueued()
-            context.logger.debug("Enqueued over HTTP", metadata: ["revoker.request.id": "\(created.id)", "revoker.client_id": "\(body.clientID)"])
-            return EditedResponse(status: .accepted, response: RevocationView(created))
-        case .existing(let existing):
-            return EditedResponse(status: .ok, response: RevocationView(existing))
-        }
+        return new
     }
 
     /// A refusal of the enqueue rules, naming the field of this API.

@@ -64,6 +64,15 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let grantRegistered = Self("grant_registered")
     /// A grant's refresh token is sealed in custody (detail: the grant's id).
     public static let grantHeld = Self("grant_held")
+    /// An account's deletion was asked (its own chain, keyed by the deletion's id; detail: the
+    /// apps it covers and how many grants).
+    public static let deletionRequested = Self("deletion_requested")
+    /// A deletion asked for a grant's revocation (detail: the grant, provider and request).
+    public static let deletionGrant = Self("deletion_grant")
+    /// A deletion's grant as the deletion ended (detail: the grant, its state and outcome).
+    public static let grantEnded = Self("grant_ended")
+    /// An account's deletion ended (detail: its outcome and how many grants and requests it covered).
+    public static let deletionCompleted = Self("deletion_completed")
     /// A free-form note (detail says what).
     public static let note = Self("note")
 
@@ -72,7 +81,8 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
         .requeued, .appPaused, .appResumed, .providerError, .appleNotification, .exchangeStarted, .note,
-        .googleSecurityEvent, .checkpointRefused, .grantRegistered, .grantHeld,
+        .googleSecurityEvent, .checkpointRefused, .grantRegistered, .grantHeld, .deletionRequested, .deletionGrant,
+        .grantEnded, .deletionCompleted,
     ]
     public var description: String { self.rawValue }
 }

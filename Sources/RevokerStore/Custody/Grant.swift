@@ -22,6 +22,8 @@ public struct Grant: Sendable, Hashable, Identifiable {
     public var holdRequestID: UUID?
     /// The request revoking it, once a deletion asked.
     public var revokeRequestID: UUID?
+    /// The account deletion that covers it, once one asked.
+    public var deletionID: UUID?
     public var createdAt: Date
     public var updatedAt: Date
     /// When its refresh token was sealed here.

@@ -150,7 +150,7 @@ extension RevocationQueue {
     /// A grant's columns (never its token), with its hold request's last error.
     static let grantColumns = """
         g.id, g.provider, g.client_id, g.account_reference, g.user_id, g.user_source, g.registered_kind, g.state, g.end_reason,
-        g.hold_request_id, g.revoke_request_id, g.created_at, g.updated_at, g.held_at, g.ended_at,
+        g.hold_request_id, g.revoke_request_id, g.deletion_id, g.created_at, g.updated_at, g.held_at, g.ended_at,
         h.last_error_code, h.last_error_description
         """
     static let grantJoin = "LEFT JOIN revoker.revocation_requests h ON h.id = g.hold_request_id AND g.state = 'failed'"
@@ -173,6 +173,7 @@ extension RevocationQueue {
             endReason: try cells["end_reason"].decode(String?.self),
             holdRequestID: try cells["hold_request_id"].decode(UUID?.self),
             revokeRequestID: try cells["revoke_request_id"].decode(UUID?.self),
+            deletionID: try cells["deletion_id"].decode(UUID?.self),
             createdAt: try cells["created_at"].decode(Date.self),
             updatedAt: try cells["updated_at"].decode(Date.self),
             heldAt: try cells["held_at"].decode(Date?.self),

@@ -72,5 +72,10 @@ public struct Migration: Sendable, Hashable {
         ),
         Migration(version: 13, name: "0013_audit_witnesses", sql: String(decoding: PackageResources._013_audit_witnesses_sql, as: UTF8.self)),
         Migration(version: 14, name: "0014_grant_custody", sql: String(decoding: PackageResources._014_grant_custody_sql, as: UTF8.self)),
+        Migration(
+            version: 15,
+            name: "0015_account_deletions",
+            sql: String(decoding: PackageResources._015_account_deletions_sql, as: UTF8.self)
+        ),
     ]
 }

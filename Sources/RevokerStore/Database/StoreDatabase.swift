@@ -32,9 +32,13 @@ enum StoreDatabase {
             if state == "RV409" {
                 return RevokerStoreError(
                     .conflict,
-                    "a live revocation request for this external reference has a different credential",
+                    message ?? "a live revocation request for this external reference has a different credential",
                     detail: detail
                 )
+            }
+            if state == "22023", let message {
+                // Our own functions' refusals, which name the argument and the rule.
+                return RevokerStoreError(.invalidArgument, message, detail: detail)
             }
             if state == "23514" || state == "22023" || state == "22001" {
                 return RevokerStoreError(.invalidArgument, "the database rejected a value", detail: detail)

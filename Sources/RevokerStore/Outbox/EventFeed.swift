@@ -30,7 +30,7 @@ public struct EventFeed: Sendable {
                 """
                 SELECT e.txid::text, e.position, e.id, e.type, e.client_id, e.occurred_at, e.request_id, e.external_reference,
                        e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time, e.provider, e.checkpoint::text,
-                       e.grant_id
+                       e.grant_id, e.deletion::text AS deletion
                 FROM revoker.outbox_events e
                 WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())
                   AND (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
@@ -52,7 +52,8 @@ public struct EventFeed: Sendable {
             try row.decode(
                 (String, Int64, UUID, String, String, Date, UUID?, String?, String?, String?, String?, String?, Date?, String?, String?).self
             )
-        let grantID = try row.makeRandomAccess()["grant_id"].decode(UUID?.self)
+        let cells = row.makeRandomAccess()
+        let grantID = try cells["grant_id"].decode(UUID?.self)
         guard let txid = UInt64(transaction) else { throw RevokerStoreError(.unexpectedData, "an event's transaction id is not a number") }
         return OutboxEvent(
             id: id,
@@ -69,7 +70,8 @@ public struct EventFeed: Sendable {
             notificationID: notificationID,
             eventTime: eventTime,
             checkpoint: checkpoint,
-            grantID: grantID
+            grantID: grantID,
+            deletion: try cells["deletion"].decode(String?.self)
         )
     }
 }

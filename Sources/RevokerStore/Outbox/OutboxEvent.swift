@@ -32,6 +32,9 @@ public struct OutboxEvent: Sendable, Equatable {
     public var checkpoint: String?
     /// The grant a `grant.*` event is about.
     public var grantID: UUID?
+    /// The account deletion as a JSON object (`account.*`): its id, reference, state and
+    /// outcome, and this app's grants and requests with their fate.
+    public var deletion: String? = nil
 
     /// The types an event can have.
     public static let types = [
@@ -40,6 +43,7 @@ public struct OutboxEvent: Sendable, Equatable {
         "google.sessions_revoked", "google.tokens_revoked", "google.token_revoked", "google.account_disabled", "google.account_enabled",
         "google.account_purged", "google.account_credential_change_required", "google.verification",
         "audit.checkpoint", "audit.checkpoint_refused", "grant.held", "grant.failed",
+        "account.deletion_requested", "account.deletion_completed",
     ]
 
     /// The event as one JSON object, the same for `GET /v1/events`, `revoker events` and webhook
@@ -61,6 +65,7 @@ public struct OutboxEvent: Sendable, Equatable {
         add("event_time", eventTime.map(AuditExport.timestamp))
         // Already JSON (PostgreSQL's jsonb text): embedded as it is.
         if let checkpoint { data.append(("checkpoint", checkpoint)) }
+        if let deletion { data.append(("deletion", deletion)) }
         let members = [
             ("id", AuditExport.jsonString(id.uuidString.lowercased())),
             ("type", AuditExport.jsonString(type)),

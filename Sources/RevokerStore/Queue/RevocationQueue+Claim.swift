@@ -52,12 +52,15 @@ extension RevocationQueue {
                         \(unescaped: AuditWriter.insert(from: "claimed_events"))
                     )
                     SELECT claimed.*, i.credential AS intake_credential, i.key_id AS intake_key_id, i.sealed AS intake_sealed,
+                           held.sealed_token AS grant_sealed, held.token_key_id AS grant_key_id,
                            u.type AS user_revocation,
                            -- Did an earlier attempt start exchanging this code?
                            (claimed.credential_kind = 'authorization_code' AND EXISTS (
                                SELECT 1 FROM revoker.audit_events a WHERE a.request_id = claimed.id AND a.event = 'exchange_started'
                            )) AS exchange_started
                     FROM claimed LEFT JOIN revoker.credential_intake i ON i.request_id = claimed.id
+                    -- A deletion's request revokes a held grant with the grant's own sealed token.
+                    LEFT JOIN revoker.grants held ON held.id = claimed.grant_id AND claimed.purpose = 'revoke'
                     -- Has the provider told us that this user revoked the app's grants, or deleted the account?
                     LEFT JOIN LATERAL (
                         SELECT type FROM (
@@ -89,9 +92,17 @@ extension RevocationQueue {
                         keyID: cells["intake_key_id"].decode(String?.self),
                         sealed: cells["intake_sealed"].decode(ByteBuffer?.self)
                     )
+                    let grantSealed = try cells["grant_sealed"].decode(ByteBuffer?.self).map { Array($0.readableBytesView) }
+                    let grantKeyID = try cells["grant_key_id"].decode(String?.self)
                     let credential: Credential
                     do {
-                        if let sealedBytes, let keyID {
+                        if let grantID = request.grantID, request.purpose == .revoke, let grantSealed, let grantKeyID {
+                            credential = try self.sealer.open(
+                                SealedCredential(keyID: grantKeyID, bytes: grantSealed),
+                                grantID: grantID,
+                                kind: .refreshToken
+                            )
+                        } else if let sealedBytes, let keyID {
                             credential = try self.sealer.open(
                                 SealedCredential(keyID: keyID, bytes: sealedBytes),
                                 requestID: request.id,

@@ -17,27 +17,7 @@ extension RevocationQueue {
             let sealed = try self.sealer.seal(new.credential, requestID: id)
             let result: EnqueueResult? = try await StoreDatabase.run(logger) {
                 try await self.client.withTransaction(logger: logger) { connection in
-                    let inserted = try await connection.query(
-                        """
-                        INSERT INTO revoker.revocation_requests AS r
-                            (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
-                             sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts)
-                        VALUES (\(id), \(new.provider), \(new.clientID), \(new.externalReference), \(new.userID),
-                                \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
-                                \(sealed.keyID), \(ByteBuffer(bytes: digest)), \(new.redirectURI), \(new.maxAttempts))
-                        ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') AND grant_id IS NULL DO NOTHING
-                        RETURNING \(unescaped: Self.requestColumns)
-                        """,
-                        logger: logger
-                    ).collect()
-                    if let row = inserted.first {
-                        try await AuditWriter.write(
-                            [AuditEvent(.enqueued, detail: new.enqueuedDetail)],
-                            requestID: id,
-                            actor: actor,
-                            on: connection,
-                            logger: logger
-                        )
+                    if let row = try await Self.insert(new, id: id, sealed: sealed, actor: actor, on: connection, logger: logger) {
                         return .created(try Self.decodeRequest(row))
                     }
                     let existing = try await connection.query(
@@ -70,5 +50,35 @@ extension RevocationQueue {
             // The live request finished between INSERT and SELECT: try again.
         }
         throw RevokerStoreError(.database, "could not enqueue: the live request kept changing")
+    }
+
+    /// Inserts a new request with its `enqueued` audit row; nil when a live request without a
+    /// grant holds the same (client id, external reference).
+    static func insert(
+        _ new: NewRevocation,
+        id: UUID,
+        sealed: SealedCredential,
+        deletionID: UUID? = nil,
+        actor: String,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> PostgresRow? {
+        let inserted = try await connection.query(
+            """
+            INSERT INTO revoker.revocation_requests AS r
+                (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
+                 sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts, deletion_id)
+            VALUES (\(id), \(new.provider), \(new.clientID), \(new.externalReference), \(new.userID),
+                    \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
+                    \(sealed.keyID), \(ByteBuffer(bytes: new.credential.digest)), \(new.redirectURI), \(new.maxAttempts), \(deletionID))
+            ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') AND grant_id IS NULL DO NOTHING
+            RETURNING \(unescaped: Self.requestColumns)
+            """,
+            logger: logger
+        ).collect()
+        guard let row = inserted.first else { return nil }
+        let detail = new.enqueuedDetail + (deletionID.map { " deletion=\($0.uuidString.lowercased())" } ?? "")
+        try await AuditWriter.write([AuditEvent(.enqueued, detail: detail)], requestID: id, actor: actor, on: connection, logger: logger)
+        return row
     }
 }

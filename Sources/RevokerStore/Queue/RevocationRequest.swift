@@ -52,6 +52,8 @@ public struct RevocationRequest: Sendable, Hashable, Identifiable {
     public var purpose: RequestPurpose = .revoke
     /// The held grant the request works on (custody), if any.
     public var grantID: UUID? = nil
+    /// The account deletion the request belongs to, if any.
+    public var deletionID: UUID? = nil
 }
 
 /// What a request does with the grant it carries.

@@ -1,0 +1,64 @@
+import Foundation
+
+/// The deletion of an account by its reference: every grant held for it revoked, with an
+/// outcome of its own.
+public struct AccountDeletion: Sendable, Hashable, Identifiable {
+    public var id: UUID
+    /// The app's own reference for the account.
+    public var accountReference: String
+    /// The apps it covers (sorted); nil: every app.
+    public var clientIDs: [String]?
+    public var state: State
+    /// Set once it completed.
+    public var outcome: Outcome?
+    /// Who asked (`api:<key>`, `cli:<user>`, `sql:<role>`).
+    public var requestedBy: String
+    public var requestedAt: Date
+    public var completedAt: Date?
+    /// The grants it covers (live when it was asked), oldest first; only those of the apps
+    /// the reader may see.
+    public var grants: [Grant]
+    /// Its requests: one per held grant, and the one for a credential it carried.
+    public var requests: [RevocationRequest]
+
+    /// Where a deletion stands.
+    public enum State: String, Sendable, Hashable, Codable {
+        /// Some grant or request is still in flight.
+        case pending
+        /// Every grant and request it covers has ended.
+        case completed
+    }
+
+    /// How a deletion ended.
+    public enum Outcome: String, Sendable, Hashable, Codable {
+        /// Every grant it covered ended (revoked, found dead, or never taken in), and its
+        /// credential's request succeeded.
+        case revoked
+        /// No grant was held for the account, and it carried no credential.
+        case nothingHeld = "nothing_held"
+        /// A grant is still held (its revocation failed: asking again retries it), or the
+        /// request of the credential it carried failed.
+        case incomplete
+    }
+
+    /// What became of one grant, as far as this deletion is concerned: its end (`revoked`, or
+    /// why it died or was never held), or its revocation's outcome when it is still held.
+    public func outcome(of grant: Grant) -> String? {
+        if let reason = grant.endReason { return reason }
+        return requests.first { $0.id == grant.revokeRequestID }?.outcome?.rawValue
+    }
+}
+
+/// Result of ``RevocationQueue/requestDeletion(accountReference:clientIDs:credential:actor:logger:)``.
+public enum DeletionResult: Sendable, Hashable {
+    /// A new deletion was recorded.
+    case created(AccountDeletion)
+    /// A deletion of the account covering the same apps was already under way.
+    case existing(AccountDeletion)
+
+    public var deletion: AccountDeletion {
+        switch self {
+        case .created(let deletion), .existing(let deletion): deletion
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension RevocationQueue {
+    /// Asks for the deletion of an account: every live grant held for `accountReference` in the
+    /// apps `clientIDs` (every app when nil) gets one revocation request, through the same queue
+    /// as every request; a grant still being taken in gets its request once it is held.
+    /// `credential`, when given, is a grant Revoker never saw, revoked as part of the deletion.
+    ///
+    /// One deletion of an account runs at a time: asking again while it runs returns it
+    /// (`.existing`) when it covers the same apps and carries the same credential, and throws
+    /// ``RevokerStoreError/Code/conflict`` otherwise. A deletion that covers nothing completes at
+    /// once as `nothing_held`.
+    public func requestDeletion(
+        accountReference: String,
+        clientIDs: [String]? = nil,
+        credential: NewRevocation? = nil,
+        actor: String,
+        logger: Logger? = nil
+    ) async throws -> DeletionResult {
+        try Self.validateActor(actor)
+        let logger = logger ?? self.logger
+        if let credential, credential.externalReference != accountReference {
+            throw RevokerStoreError(.invalidArgument, "a deletion's credential must name the account as its external reference")
+        }
+        let requestID = UUID()
+        let sealed = try credential.map { try sealer.seal($0.credential, requestID: requestID) }
+        let scope = clientIDs.map { Array(Set($0)).sorted() }
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: logger) { connection in
+                let started = try await connection.query(
+                    "SELECT deletion_id, created FROM revoker.start_account_deletion(\(accountReference), \(scope)::text[], \(actor))",
+                    logger: logger
+                ).collect()
+                guard let (id, created) = try started.first?.decode((UUID, Bool).self) else {
+                    throw RevokerStoreError(.database, "the deletion was not recorded")
+                }
+                if created, let credential, let sealed {
+                    guard
+                        try await Self.insert(credential, id: requestID, sealed: sealed, deletionID: id, actor: actor, on: connection, logger: logger)
+                            != nil
+                    else {
+                        throw RevokerStoreError(
+                            .conflict,
+                            "a live revocation request for this account's reference holds the credential's app; cancel it or let it end first"
+                        )
+                    }
+                } else if let credential {
+                    // Asked again: the live deletion must already carry this credential.
+                    let carried = try await connection.query(
+                        """
+                        SELECT 1 FROM revoker.revocation_requests r
+                        WHERE r.deletion_id = \(id) AND r.grant_id IS NULL AND r.client_id = \(credential.clientID)
+                          AND r.enqueued_kind = \(credential.credential.kind.rawValue)
+                          AND r.credential_digest = \(ByteBuffer(bytes: credential.credential.digest))
+                        """,
+                        logger: logger
+                    ).collect()
+                    guard !carried.isEmpty else {
+                        throw RevokerStoreError(.conflict, "a deletion of this account is under way without this credential (\(id))")
+                    }
+                }
+                try await connection.query("SELECT revoker.complete_deletion(\(id))", logger: logger).collect()
+                guard let deletion = try await Self.deletions(where: "d.id = $1", id, clientIDs: nil, on: connection, logger: logger).first
+                else { throw RevokerStoreError(.database, "the deletion vanished") }
+                return created ? .created(deletion) : .existing(deletion)
+            }
+        }
+    }
+
+    /// The deletion with this id, or nil; its grants and requests only those of `clientIDs` when
+    /// given (nil also when it covers none of them).
+    public func deletion(id: UUID, clientIDs: [String]? = nil, logger: Logger? = nil) async throws -> AccountDeletion? {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                try await Self.deletions(where: "d.id = $1", id, clientIDs: clientIDs, on: connection, logger: logger).first
+            }
+        }
+    }
+
+    /// An account's deletions, newest first; with `clientIDs`, those that cover any of them.
+    public func deletions(
+        accountReference: String,
+        clientIDs: [String]? = nil,
+        limit: Int = 100,
+        logger: Logger? = nil
+    ) async throws
+        -> [AccountDeletion]
+    {
+        let logger = logger ?? self.logger
+        guard (1...1000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000") }
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                try await Self.deletions(
+                    where: "d.account_reference = $1",
+                    accountReference,
+                    clientIDs: clientIDs,
+                    limit: limit,
+                    on: connection,
+                    logger: logger
+                )
+            }
+        }
+    }
+
+    /// Deletions matching `condition` (over `d`, binding `$1`), newest first, with their grants
+    /// and requests (those of `clientIDs` only, when given).
+    private static func deletions(
+        where condition: String,
+        _ value: some PostgresEncodable & Sendable,
+        clientIDs: [String]?,
+        limit: Int = 1,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [AccountDeletion] {
+        var binds = PostgresBindings()
+        try binds.append(value)
+        try binds.append(clientIDs)
+        let rows = try await connection.query(
+            PostgresQuery(
+                unsafeSQL: """
+                    SELECT d.id, d.account_reference, d.client_ids, d.state, d.outcome, d.requested_by, d.requested_at, d.completed_at
+                    FROM revoker.account_deletions d
+                    WHERE \(condition) AND ($2::text[] IS NULL OR d.client_ids IS NULL OR d.client_ids && $2::text[])
+                    ORDER BY d.requested_at DESC, d.id
+                    LIMIT \(limit)
+                    """,
+                binds: binds
+            ),
+            logger: logger
+        ).collect()
+        var result: [AccountDeletion] = []
+        for row in rows {
+            let cells = row.makeRandomAccess()
+            let id = try cells["id"].decode(UUID.self)
+            guard let state = AccountDeletion.State(rawValue: try cells["state"].decode(String.self)) else {
+                throw RevokerStoreError(.unexpectedData, "unknown deletion state in the database")
+            }
+            let grants = try await connection.query(
+                """
+                SELECT \(unescaped: grantColumns) FROM revoker.grants g \(unescaped: grantJoin)
+                WHERE g.deletion_id = \(id) AND (\(clientIDs)::text[] IS NULL OR g.client_id = ANY(\(clientIDs)::text[]))
+                ORDER BY g.created_at, g.id
+                """,
+                logger: logger
+            ).collect().map(decodeGrant)
+            let requests = try await connection.query(
+                """
+                SELECT \(unescaped: requestColumns) FROM revoker.revocation_requests r
+                WHERE r.deletion_id = \(id) AND (\(clientIDs)::text[] IS NULL OR r.client_id = ANY(\(clientIDs)::text[]))
+                ORDER BY r.created_at, r.id
+                """,
+                logger: logger
+            ).collect().map(decodeRequest)
+            result.append(
+                AccountDeletion(
+                    id: id,
+                    accountReference: try cells["account_reference"].decode(String.self),
+                    clientIDs: try cells["client_ids"].decode([String]?.self),
+                    state: state,
+                    outcome: try cells["outcome"].decode(String?.self).flatMap(AccountDeletion.Outcome.init(rawValue:)),
+                    requestedBy: try cells["requested_by"].decode(String.self),
+                    requestedAt: try cells["requested_at"].decode(Date.self),
+                    completedAt: try cells["completed_at"].decode(Date?.self),
+                    grants: grants,
+                    requests: requests
+                )
+            )
+        }
+        return result
+    }
+}
