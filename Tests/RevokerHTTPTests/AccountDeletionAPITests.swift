@@ -197,6 +197,56 @@ struct AccountDeletionAPITests {
         }
     }
 
+    /// Apple's consent-revoked and Google's tokens-revoked end the user's held grants at once:
+    /// dead, their tokens erased, nothing left for a deletion to call about.
+    @Test func theProvidersWordThatAUsersGrantsAreGoneEndsTheirHeldGrants() async throws {
+        try await GrantCustodyAPITests.with { api, writer, reader in
+            let (appleGrant, appleToken) = try await api.mintRefreshToken(subject: "apple-user-6")
+            let google = try await api.stack.sandbox.google.mintRefreshToken(clientID: Self.web, subject: "google-user-6")
+            api.stack.secrets.add(google.value)
+            let (_, keptToken) = try await api.mintRefreshToken(subject: "apple-user-7")
+            var ids: [String] = []
+            for body: [String: Any] in [
+                ["client_id": Self.notes, "account_reference": "user-6", "refresh_token": appleToken, "user_id": "apple-user-6"],
+                [
+                    "provider": "google", "client_id": Self.web, "account_reference": "user-6", "refresh_token": google.value,
+                    "user_id": "google-user-6",
+                ],
+                ["client_id": Self.notes, "account_reference": "user-7", "refresh_token": keptToken, "user_id": "apple-user-7"],
+            ] {
+                let held = try await api.call(.POST, "/v1/grants", key: writer, json: body)
+                #expect(held.status == 201, "\(held.text)")
+                ids.append(try #require(held.json["id"] as? String))
+            }
+
+            let consent = try await AppleNotificationsAPITests.notify(api, "consent-revoked", subject: "apple-user-6")
+            #expect(consent.status == 200, "\(consent.body)")
+            let risc = try await api.stack.sandbox.google.sendSecurityEvent(
+                .init(url: api.baseURL + "/v1/google/risc", audience: Self.web, subject: "google-user-6", type: "tokens-revoked")
+            )
+            #expect(risc.status == 202, "\(risc.body)")
+
+            for (id, reason) in [(ids[0], "consent-revoked"), (ids[1], "tokens-revoked")] {
+                let shown = try await api.call(.GET, "/v1/grants/\(id)", key: reader)
+                #expect(shown.json["state"] as? String == "dead" && shown.json["end_reason"] as? String == reason, "\(shown.text)")
+            }
+            let kept = try await api.call(.GET, "/v1/grants/\(ids[2])", key: reader)
+            #expect(kept.json["state"] as? String == "held", "another user's grant is left alone: \(kept.text)")
+            #expect(
+                try await Self.count(api, "SELECT count(*)::int FROM revoker.grants WHERE account_reference = 'user-6' AND sealed_token IS NOT NULL")
+                    == 0,
+                "the tokens are erased at once"
+            )
+            let trail = try await api.stack.audit().filter { $0.externalReference == "user-6" }.map(\.event)
+            #expect(trail.filter { $0 == "grant_ended" }.count == 2, "\(trail)")
+
+            let deletion = try await api.call(.POST, "/v1/accounts/user-6/deletion", key: api.keys.writer, json: [:])
+            #expect(deletion.status == 201 && deletion.json["outcome"] as? String == "nothing_held", "\(deletion.text)")
+            #expect(try await api.stack.sandbox.admin.grant(appleGrant).calls.isEmpty, "nothing called at Apple")
+            #expect(try await api.stack.sandbox.google.grant(google.grantID).revokeCalls == 0)
+        }
+    }
+
     static func role(_ api: APIHarness) async throws -> String {
         try await api.stack.database.client.query("SELECT session_user::text").collect().first?.decode(String.self) ?? ""
     }

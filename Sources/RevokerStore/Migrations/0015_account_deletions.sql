@@ -358,6 +358,48 @@ CREATE TRIGGER grants_deletion_moved
     WHEN (NEW.deletion_id IS NOT NULL AND OLD.state IS DISTINCT FROM NEW.state)
     EXECUTE FUNCTION revoker.grants_deletion_moved();
 
+-- ---------------------------------------------------------------------------------------
+-- The provider says a user's grants are gone (Apple: consent-revoked, account-delete;
+-- Google: tokens-revoked, account-purged): that user's held grants of the app die at once,
+-- their tokens erased, in the transaction that accepts the message. A grant being revoked is
+-- left to its request, which the claim tells of the message (revoked_by_user).
+-- ---------------------------------------------------------------------------------------
+CREATE FUNCTION revoker.grants_told_gone() RETURNS trigger
+    LANGUAGE plpgsql
+    SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_provider text := CASE TG_TABLE_NAME WHEN 'apple_notifications' THEN 'apple' ELSE 'google' END;
+    v_user     text := CASE TG_TABLE_NAME WHEN 'apple_notifications' THEN to_jsonb(NEW) ->> 'apple_user_id'
+                                          ELSE to_jsonb(NEW) ->> 'google_user_id' END;
+BEGIN
+    WITH ended AS (
+        UPDATE revoker.grants g
+        SET state = 'dead', end_reason = NEW.type, sealed_token = NULL, token_key_id = NULL, ended_at = now(), updated_at = now()
+        WHERE g.provider = v_provider AND g.client_id = NEW.client_id AND g.user_id = v_user AND g.state = 'held'
+        RETURNING g.id, g.hold_request_id, g.client_id, g.account_reference, g.user_id
+    )
+    INSERT INTO revoker.audit_events (request_id, client_id, external_reference, apple_user_id, event, attempt, actor, detail)
+    SELECT e.hold_request_id, e.client_id, e.account_reference, e.user_id, 'grant_ended', 0, 'revoker',
+           'grant=' || e.id::text || ' state=dead outcome=' || NEW.type || ' (the provider says so; token erased)'
+    FROM ended e ORDER BY e.id;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER apple_notifications_end_grants
+    AFTER INSERT ON revoker.apple_notifications
+    FOR EACH ROW
+    WHEN (NEW.type IN ('consent-revoked', 'account-delete'))
+    EXECUTE FUNCTION revoker.grants_told_gone();
+CREATE TRIGGER google_security_events_end_grants
+    AFTER INSERT ON revoker.google_security_events
+    FOR EACH ROW
+    WHEN (NEW.type IN ('tokens-revoked', 'account-purged') AND NEW.google_user_id IS NOT NULL)
+    EXECUTE FUNCTION revoker.grants_told_gone();
+
+REVOKE ALL ON FUNCTION revoker.grants_told_gone() FROM PUBLIC;
 REVOKE ALL ON FUNCTION revoker.request_grant_revocation(revoker.grants, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION revoker.publish_deletion(uuid, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION revoker.complete_deletion(uuid) FROM PUBLIC;
