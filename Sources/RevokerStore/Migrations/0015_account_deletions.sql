@@ -291,19 +291,18 @@ CREATE FUNCTION revoker.grants_revoke_ended() RETURNS trigger
     SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    v_state text := CASE WHEN NEW.outcome = 'revoked' THEN 'revoked'
+                         WHEN NEW.outcome IN ('already_invalid', 'revoked_by_user') THEN 'dead'
+                         ELSE 'held' END;
 BEGIN
-    IF NEW.outcome = 'revoked' THEN
-        UPDATE revoker.grants g
-        SET state = 'revoked', end_reason = 'revoked', sealed_token = NULL, token_key_id = NULL, ended_at = now(), updated_at = now()
-        WHERE g.id = NEW.grant_id AND g.state = 'revoking';
-    ELSIF NEW.outcome IN ('already_invalid', 'revoked_by_user') THEN
-        UPDATE revoker.grants g
-        SET state = 'dead', end_reason = NEW.outcome, sealed_token = NULL, token_key_id = NULL, ended_at = now(), updated_at = now()
-        WHERE g.id = NEW.grant_id AND g.state = 'revoking';
-    ELSE
-        UPDATE revoker.grants g SET state = 'held', updated_at = now()
-        WHERE g.id = NEW.grant_id AND g.state = 'revoking';
-    END IF;
+    UPDATE revoker.grants g
+    SET state = v_state, updated_at = now(),
+        end_reason = CASE WHEN v_state <> 'held' THEN NEW.outcome END,
+        ended_at = CASE WHEN v_state <> 'held' THEN now() END,
+        sealed_token = CASE WHEN v_state = 'held' THEN g.sealed_token END,
+        token_key_id = CASE WHEN v_state = 'held' THEN g.token_key_id END
+    WHERE g.id = NEW.grant_id AND g.state = 'revoking';
     RETURN NULL;
 END;
 $$;
