@@ -31,6 +31,14 @@ public struct APIMetrics: Sendable {
         }
         Gauge(label: "revoker_oldest_due_age_seconds", factory: factory).record(statistics.oldestDueAge / .seconds(1))
         Gauge(label: "revoker_paused_apps", factory: factory).record(statistics.pausedApps)
+        // Every state of every provider seen, so a count that drops to zero is recorded as zero.
+        for provider in Set(statistics.grants.keys.map(\.provider)).union(["apple", "google"]) {
+            for state in GrantState.allCases {
+                Gauge(label: "revoker_grants", dimensions: [("provider", provider), ("state", state.rawValue)], factory: factory)
+                    .record(statistics.grants[QueueStatistics.GrantCount(provider: provider, state: state)] ?? 0)
+            }
+        }
+        Gauge(label: "revoker_account_deletions_pending", factory: factory).record(statistics.pendingDeletions)
     }
 
     /// Each webhook endpoint's state, recorded when metrics are scraped; endpoint names come

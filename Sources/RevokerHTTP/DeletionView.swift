@@ -3,7 +3,7 @@ import Hummingbird
 import RevokerStore
 
 /// An account deletion as the API shows it: what it covers and what became of each grant.
-struct DeletionView: ResponseEncodable {
+public struct DeletionView: ResponseEncodable {
     var id: String
     var accountReference: String
     var clientIDs: [String]?
@@ -83,7 +83,7 @@ struct DeletionView: ResponseEncodable {
         case completedAt = "completed_at"
     }
 
-    init(_ deletion: AccountDeletion) {
+    public init(_ deletion: AccountDeletion) {
         id = deletion.id.uuidString.lowercased()
         accountReference = deletion.accountReference
         clientIDs = deletion.clientIDs
@@ -117,7 +117,7 @@ struct DeletionView: ResponseEncodable {
     }
 
     /// Nil values are written as `null`, so every documented key is always present.
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(accountReference, forKey: .accountReference)

@@ -3,7 +3,7 @@ import Hummingbird
 import RevokerStore
 
 /// A held grant as the API shows it: whose it is and where it stands, never its token.
-struct GrantView: ResponseEncodable {
+public struct GrantView: ResponseEncodable {
     var id: String
     var provider: String
     var clientID: String
@@ -40,7 +40,7 @@ struct GrantView: ResponseEncodable {
         case endedAt = "ended_at"
     }
 
-    init(_ grant: Grant) {
+    public init(_ grant: Grant) {
         id = grant.id.uuidString.lowercased()
         provider = grant.provider
         clientID = grant.clientID
@@ -61,7 +61,7 @@ struct GrantView: ResponseEncodable {
     }
 
     /// Nil values are written as `null`, so every documented key is always present.
-    func encode(to encoder: any Encoder) throws {
+    public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(provider, forKey: .provider)

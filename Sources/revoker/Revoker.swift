@@ -12,7 +12,8 @@ struct Revoker: AsyncParsableCommand {
             revokes it, retries what is transient and records every step in an audit trail.
             """,
         subcommands: [
-            MigrateCommand.self, EnqueueCommand.self, WorkCommand.self, DrainCommand.self, ServeCommand.self, StatusCommand.self,
+            MigrateCommand.self, EnqueueCommand.self, GrantsCommand.self, AccountsCommand.self, WorkCommand.self, DrainCommand.self,
+            ServeCommand.self, StatusCommand.self,
             AuditCommand.self, CheckCommand.self, KeygenCommand.self, APIKeyCommand.self, HealthCommand.self, SandboxCommand.self,
             PruneCommand.self, EventsCommand.self, DemoCommand.self, BenchCommand.self,
         ]

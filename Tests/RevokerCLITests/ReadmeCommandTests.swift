@@ -87,6 +87,9 @@ struct ReadmeCommandTests {
                 let googleToken = try await sandbox.google.mintRefreshToken(clientID: google, subject: "110169484474386276334")
                 try Data(googleToken.value.utf8).write(to: work.appendingPathComponent("google-token.txt"))
                 try Data("GOCSPX-readme-sandbox\n".utf8).write(to: work.appendingPathComponent("google-client-secret.txt"))
+                let held = try await sandbox.admin.mintRefreshToken(clientID: "com.example.app", subject: "000777.abcdef")
+                try Data("{\"account_reference\": \"user-7\", \"refresh_token\": \"\(held.value)\"}\n".utf8)
+                    .write(to: work.appendingPathComponent("tokens.jsonl"))
 
                 var environment = files.environment(databaseURL: database.url, sandbox: sandbox)
                 let binaryDirectory = URL(fileURLWithPath: RevokerProcess.binary).deletingLastPathComponent().path
@@ -121,6 +124,7 @@ struct ReadmeCommandTests {
                     #expect(process.terminationStatus == 0, "\(command): \(process.output)\(process.errors)")
                     #expect(!(process.output + process.errors).contains(token.value), "\(command) never prints the token")
                     #expect(!(process.output + process.errors).contains(googleToken.value), "\(command) never prints the Google token")
+                    #expect(!(process.output + process.errors).contains(held.value), "\(command) never prints an imported token")
                     ran.append(command)
                 }
                 #expect(ran.count >= 15, "\(ran)")
@@ -140,6 +144,8 @@ struct ReadmeCommandTests {
                     #expect(state == "succeeded" && outcome == "revoked", "the enqueued \(provider) deletion was carried out by `revoker work`")
                 }
                 #expect(try await sandbox.google.grant(googleToken.grantID).revocations == 1)
+                let imported = try await sandbox.admin.grant(held.grantID)
+                #expect(imported.revoked && imported.revokeCalls == 1, "the imported grant of user-7 was revoked by its deletion: \(imported)")
             }
         }
     }

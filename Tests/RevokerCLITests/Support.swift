@@ -57,9 +57,7 @@ struct CLIFixture: Sendable {
 
     /// Writes `text` to a new file in the configuration directory and returns its path.
     func write(_ text: String, name: String = UUID().uuidString) throws -> String {
-        let path = configuration.directory.appendingPathComponent(name).path
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        return path
+        try configuration.write(text, name: name)
     }
 
     /// Number of revocation requests in the database.

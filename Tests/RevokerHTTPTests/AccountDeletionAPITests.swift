@@ -98,6 +98,14 @@ struct AccountDeletionAPITests {
                 "a revoked grant keeps no token"
             )
             #expect(try await Self.count(api, "SELECT count(*)::int FROM revoker.grants WHERE state = 'held'") == 1)
+            let metrics = try await api.call(.GET, "/metrics", key: nil).text
+            for line in [
+                #"revoker_grants{provider="apple",state="revoked"} 2"#, #"revoker_grants{provider="google",state="revoked"} 1"#,
+                #"revoker_grants{provider="apple",state="held"} 1"#, #"revoker_grants{provider="google",state="held"} 0"#,
+                "revoker_account_deletions_pending 0",
+            ] {
+                #expect(metrics.contains(line), "\(line) in \(metrics)")
+            }
 
             let events = try await AppleNotificationsAPITests.feed(api, key: api.keys.admin, count: 10)
             let completed = events.filter { $0["type"] as? String == "account.deletion_completed" }

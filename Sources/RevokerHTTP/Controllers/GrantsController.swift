@@ -22,7 +22,7 @@ struct GrantsController {
         group.get("grants/{id}") { request, context in try await show(request, context: context) }
     }
 
-    /// The body of `POST /v1/grants` (`GrantRegistration` in the OpenAPI document), read in this order.
+    /// The body of `POST /v1/grants` (`NewGrant` in the OpenAPI document), read in this order.
     struct RegisterBody: Decodable {
         var clientID: String
         var accountReference: String
@@ -82,15 +82,7 @@ struct GrantsController {
             try caller.require(body.clientID)
             if let idToken = body.idToken {
                 let subject = try await rules.verifiedSubject(of: idToken, provider: provider, clientID: body.clientID)
-                new = try NewGrant(
-                    provider: provider,
-                    clientID: body.clientID,
-                    accountReference: body.accountReference,
-                    credential: credential,
-                    redirectURI: body.redirectURI,
-                    userID: subject,
-                    userFromIdentityToken: true
-                )
+                new = try new.withUser(subject, fromIdentityToken: true)
             }
         } catch let refusal as EnqueueRules.Refusal {
             throw APIProblem(refusal, fields: fields, logger: logger)
@@ -102,7 +94,9 @@ struct GrantsController {
         }
         var grant = registration.grant
         if grant.state == .pending {
-            grant = try await exchanged(grant, logger: context.logger)
+            grant = try await withDeadline(exchangeWait + store.limit) { [queue, grant, exchangeWait, logger = context.logger] in
+                try await queue.settled(grant, within: exchangeWait, logger: logger)
+            }
         }
         let created = if case .created = registration { true } else { false }
         let status: HTTPResponse.Status =
@@ -112,21 +106,6 @@ struct GrantsController {
             default: created ? .created : .ok
             }
         return EditedResponse(status: status, response: GrantView(grant))
-    }
-
-    /// The grant once a worker exchanged its code, or as it stands when ``exchangeWait`` ran out.
-    private func exchanged(_ grant: Grant, logger: Logger) async throws -> Grant {
-        let clock = ContinuousClock()
-        let deadline = clock.now + exchangeWait
-        var pause = Duration.milliseconds(10)
-        var current = grant
-        while current.state == .pending, clock.now < deadline {
-            try await Task.sleep(for: min(pause, deadline - clock.now))
-            pause = min(pause * 2, .milliseconds(100))
-            guard let read = try await store({ [queue, id = grant.id] in try await queue.grant(id: id, logger: logger) }) else { break }
-            current = read
-        }
-        return current
     }
 
     func list(_ request: Request, context: APIRequestContext) async throws -> GrantList {

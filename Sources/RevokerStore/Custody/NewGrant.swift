@@ -58,6 +58,19 @@ public struct NewGrant: Sendable, CustomStringConvertible {
         self.userFromIdentityToken = userFromIdentityToken && userID != nil
     }
 
+    /// The same grant for `userID`.
+    public func withUser(_ userID: String?, fromIdentityToken: Bool) throws(NewRevocation.Invalid) -> NewGrant {
+        try NewGrant(
+            provider: provider,
+            clientID: clientID,
+            accountReference: accountReference,
+            credential: credential,
+            redirectURI: redirectURI,
+            userID: userID,
+            userFromIdentityToken: fromIdentityToken
+        )
+    }
+
     /// The `grant_registered` audit row's detail.
     func registeredDetail(grantID: UUID) -> String {
         let user = userID == nil ? "" : userFromIdentityToken ? " user=verified_id_token" : " user=stated"

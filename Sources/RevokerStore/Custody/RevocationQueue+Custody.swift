@@ -129,6 +129,43 @@ extension RevocationQueue {
         }
     }
 
+    /// `grant` once a worker has exchanged its code (or refused it), or as it stands when `wait`
+    /// runs out; a grant that is not pending is returned as it is.
+    public func settled(_ grant: Grant, within wait: Duration, logger: Logger? = nil) async throws -> Grant {
+        try await Self.polling(grant, within: wait, until: { $0.state != .pending }, read: { try await self.grant(id: grant.id, logger: logger) })
+    }
+
+    /// `deletion` once it completed, or as it stands when `wait` runs out.
+    public func settled(_ deletion: AccountDeletion, within wait: Duration, logger: Logger? = nil) async throws -> AccountDeletion {
+        try await Self.polling(
+            deletion,
+            within: wait,
+            until: { $0.state == .completed },
+            read: { try await self.deletion(id: deletion.id, logger: logger) }
+        )
+    }
+
+    /// Reads `value` again, at growing intervals up to a tenth of a second, until `done` holds
+    /// or `wait` runs out (or it is gone).
+    static func polling<T>(
+        _ value: T,
+        within wait: Duration,
+        until done: (T) -> Bool,
+        read: () async throws -> T?
+    ) async throws -> T {
+        let clock = ContinuousClock()
+        let deadline = clock.now + wait
+        var pause = Duration.milliseconds(10)
+        var current = value
+        while !done(current), clock.now < deadline {
+            try await Task.sleep(for: min(pause, deadline - clock.now))
+            pause = min(pause * 2, .milliseconds(100))
+            guard let read = try await read() else { break }
+            current = read
+        }
+        return current
+    }
+
     /// The grants held for an account (every state), oldest first; only the apps in `clientIDs` when given.
     public func grants(accountReference: String, clientIDs: [String]? = nil, limit: Int = 100, logger: Logger? = nil) async throws -> [Grant] {
         let logger = logger ?? self.logger

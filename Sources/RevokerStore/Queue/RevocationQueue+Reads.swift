@@ -3,8 +3,8 @@ import Logging
 import PostgresNIO
 
 extension RevocationQueue {
-    /// Counts by state and outcome, the oldest due request's age, paused apps and unsealed
-    /// intake rows; of `clientIDs` only when given (an API key's limit). Scans the requests
+    /// Counts by state and outcome, the oldest due request's age, paused apps, unsealed intake
+    /// rows, grants by provider and state and pending deletions; of `clientIDs` only when given (an API key's limit). Scans the requests
     /// table: call it for metrics every few seconds, not per request.
     public func statistics(clientIDs: [String]? = nil, logger: Logger? = nil) async throws -> QueueStatistics {
         let logger = logger ?? self.logger
@@ -44,13 +44,34 @@ extension RevocationQueue {
                 logger: logger
             ).collect()
             let (paused, intake) = try counts.first?.decode((Int, Int).self) ?? (0, 0)
-            return QueueStatistics(
+            var statistics = QueueStatistics(
                 byState: byState,
                 byOutcome: byOutcome,
                 oldestDueAge: .milliseconds(max(0, ageMilliseconds)),
                 pausedApps: paused,
                 unsealedIntake: intake
             )
+            for row in try await self.client.query(
+                """
+                SELECT provider, state, count(*)::int FROM revoker.grants
+                WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])
+                GROUP BY provider, state
+                """,
+                logger: logger
+            ).collect() {
+                let (provider, rawState, count) = try row.decode((String, String, Int).self)
+                guard let state = GrantState(rawValue: rawState) else { continue }
+                statistics.grants[QueueStatistics.GrantCount(provider: provider, state: state)] = count
+            }
+            let deletions = try await self.client.query(
+                """
+                SELECT count(*)::int FROM revoker.account_deletions
+                WHERE state = 'pending' AND (\(clientIDs)::text[] IS NULL OR client_ids && \(clientIDs)::text[] OR client_ids IS NULL)
+                """,
+                logger: logger
+            ).collect()
+            statistics.pendingDeletions = try deletions.first?.decode(Int.self) ?? 0
+            return statistics
         }
     }
 

@@ -59,23 +59,7 @@ struct EnqueueCommand: AsyncParsableCommand {
     )
     var reference: String
 
-    @Option(
-        name: [.customLong("user-id"), .customLong("apple-user-id")],
-        help: ArgumentHelp(
-            "The user's id at the provider (the id_token's sub), when known: a grant of another user is then never revoked.",
-            valueName: "sub"
-        )
-    )
-    var givenUserID: String?
-
-    @Option(
-        name: .customLong("id-token-file"),
-        help: ArgumentHelp(
-            "Instead of --user-id: a file holding the user's current identity token from the app's sign-in; Revoker verifies it and binds the request to its sub.",
-            valueName: "path"
-        )
-    )
-    var idTokenFile: String?
+    @OptionGroup var user: UserOptions
 
     @Option(
         name: .customLong("redirect-uri"),
@@ -96,14 +80,7 @@ struct EnqueueCommand: AsyncParsableCommand {
     )
     var kind: String
 
-    @Option(
-        name: .customLong("credential-file"),
-        help: ArgumentHelp("Read the credential from this file (surrounding whitespace is ignored).", valueName: "path")
-    )
-    var credentialFile: String?
-
-    @Flag(name: .customLong("credential-stdin"), help: "Read the credential from standard input.")
-    var credentialStdin = false
+    @OptionGroup var credential: CredentialOptions
 
     // A String for the same reason as --kind: a rejected value is not echoed.
     @Option(
@@ -136,12 +113,8 @@ struct EnqueueCommand: AsyncParsableCommand {
         if let maxAttempts, Int(maxAttempts) == nil {
             throw fail("--max-attempts must be a whole number. Nothing was stored.")
         }
-        if idTokenFile != nil, givenUserID != nil {
-            throw fail("Name the user once: --user-id or --id-token-file. Nothing was stored.")
-        }
-        guard (credentialFile != nil) != credentialStdin else {
-            throw fail("Give the credential with exactly one of --credential-file PATH or --credential-stdin. Nothing was stored.")
-        }
+        try user.check()
+        try credential.check()
     }
 
     func run() async throws {
@@ -153,7 +126,7 @@ struct EnqueueCommand: AsyncParsableCommand {
         } catch {
             throw fail(Self.sentence(error, provider: provider))
         }
-        let secret = try Self.readBoundedCredential(file: credentialFile, maximumBytes: Self.maximumCredentialBytes)
+        let secret = try credential.read()
         let logger = CommandLogging.logger(label: "revoker.enqueue", level: options.logLevel)
         var new: NewRevocation
         do {
@@ -161,12 +134,12 @@ struct EnqueueCommand: AsyncParsableCommand {
                 provider: provider,
                 clientID: clientID,
                 externalReference: reference,
-                userID: givenUserID,
+                userID: user.userID,
                 credential: Credential(kind: kind, secret: secret),
                 redirectURI: redirectURI,
                 maxAttempts: maxAttempts.flatMap { Int($0) } ?? configuration.worker.maxAttempts
             )
-            if let idTokenFile {
+            if let idTokenFile = user.idTokenFile {
                 let token = try Self.readIdentityToken(idTokenFile)
                 let unbound = new
                 new = try await RevokerApp.withProviders(configuration, logger: logger) { providers in

@@ -118,6 +118,13 @@ struct StatusCommand: AsyncParsableCommand {
         }
     }
 
+    /// Each provider with grants, and its count in every grant state.
+    static func grantCounts(_ statistics: QueueStatistics) -> [(String, [(GrantState, Int)])] {
+        Set(statistics.grants.keys.map(\.provider)).sorted().map { provider in
+            (provider, GrantState.allCases.map { ($0, statistics.grants($0, provider: provider)) })
+        }
+    }
+
     static func outcomeCounts(_ statistics: QueueStatistics) -> [(RevocationOutcome, Int)] {
         RevocationOutcome.all.map { outcome in
             (outcome, statistics.byOutcome.filter { $0.key.outcome == outcome }.map(\.value).reduce(0, +))
@@ -142,6 +149,10 @@ struct StatusCommand: AsyncParsableCommand {
                 "\"next_probe_at\": \(AuditExport.jsonString(AuditExport.timestamp(pause.nextProbeAt)))",
             ].joined(separator: ", ")
         }
+        let grants = grantCounts(statistics).map { provider, counts in
+            let states = counts.map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
+            return "\(AuditExport.jsonString(provider)): {\(states.joined(separator: ", "))}"
+        }
         return """
             {
               "by_state": {\(byState.joined(separator: ", "))},
@@ -149,6 +160,8 @@ struct StatusCommand: AsyncParsableCommand {
               "oldest_due_age_seconds": \(String(format: "%.3f", statistics.oldestDueAge.timeInterval)),
               "paused_apps": [\(pauses.map { "{\($0)}" }.joined(separator: ", "))],
               "unsealed_intake": \(statistics.unsealedIntake),
+              "grants": {\(grants.joined(separator: ", "))},
+              "pending_deletions": \(statistics.pendingDeletions),
               "webhooks": [\(webhooks.map(\.json).joined(separator: ", "))],
               "call_rates": \(rates.json),
               "audit": \(audit.json)
@@ -175,6 +188,17 @@ struct StatusCommand: AsyncParsableCommand {
         let age = statistics.oldestDueAge.timeInterval
         text += "Oldest due request: " + (age > 0 ? "waiting \(describe(age))" : "none waiting") + "\n"
         text += "Unsealed SQL intake: \(statistics.unsealedIntake)\n"
+        let custody = grantCounts(statistics)
+        if custody.isEmpty {
+            text += "Grants in custody: none\n"
+        } else {
+            text +=
+                "Grants in custody by provider and state (\(statistics.pendingDeletions) deletion\(statistics.pendingDeletions == 1 ? "" : "s") pending)\n"
+            let rows =
+                [["PROVIDER"] + GrantState.allCases.map { $0.rawValue.uppercased() }]
+                + custody.map { provider, counts in [provider] + counts.map { String($0.1) } }
+            text += aligned(rows)
+        }
         if paused.isEmpty {
             text += "Paused apps: none\n"
         } else {
