@@ -33,19 +33,28 @@ public enum ConfigurationCheck {
         }
         var problems = reports.flatMap(\.problems)
         var database: [String: Any] = ["configured": !configuration.databaseURL.isEmpty]
+        var sealing: [String: Any] = ["current_key_id": configuration.keyring.currentKeyID, "key_ids": configuration.keyring.keyIDs]
         if !configuration.databaseURL.isEmpty {
-            let (reachable, current, detail) = await Self.checkDatabase(configuration, logger: logger)
+            let (reachable, current, detail, usage) = await Self.checkDatabase(configuration, logger: logger)
             database["reachable"] = reachable
             database["migrations_current"] = current ?? NSNull()
             if let detail {
                 database["problem"] = detail
                 problems.append("database: \(detail)")
             }
+            if let usage {
+                sealing["in_use"] = Dictionary(
+                    uniqueKeysWithValues: usage.keyIDs.map { ($0, ["grants": usage.grants[$0] ?? 0, "requests": usage.requests[$0] ?? 0]) }
+                )
+                for missing in usage.keyIDs where !configuration.keyring.keyIDs.contains(missing) {
+                    problems.append("sealing keys: stored rows are sealed under key \(missing), which the sealing keys file lacks")
+                }
+            }
         }
 
         var report: [String: Any] = [
             "ok": problems.isEmpty,
-            "sealing_keys": ["current_key_id": configuration.keyring.currentKeyID, "key_ids": configuration.keyring.keyIDs],
+            "sealing_keys": sealing,
             "database": database,
         ]
         for section in reports.flatMap(\.sections) { report[section.key] = section.value.foundationObject }
@@ -53,11 +62,12 @@ public enum ConfigurationCheck {
         return Report(json: json, problems: problems, appCount: reports.map(\.appCount).reduce(0, +))
     }
 
-    /// Whether the database answers, and whether its migrations are current.
+    /// Whether the database answers, whether its migrations are current, and (when they are)
+    /// which sealing keys seal its rows.
     private static func checkDatabase(
         _ configuration: RevokerConfiguration,
         logger: Logger
-    ) async -> (reachable: Bool, current: Bool?, problem: String?) {
+    ) async -> (reachable: Bool, current: Bool?, problem: String?, usage: CredentialRotation.Usage?) {
         var quiet = logger
         quiet.logLevel = .critical
         do {
@@ -66,17 +76,19 @@ public enum ConfigurationCheck {
                 do {
                     try await running.app.startup.reach()
                 } catch let error as RevokerAppError {
-                    return (false, nil, error.message)
+                    return (false, nil, error.message, nil)
                 }
                 do {
                     let current = try await running.app.startup.schemaIsCurrent()
-                    return (true, current, current ? nil : "the schema is not current: run `revoker migrate`")
+                    guard current else { return (true, false, "the schema is not current: run `revoker migrate`", nil) }
+                    let usage = try? await CredentialRotation(client: running.database, sealer: configuration.sealer, logger: quiet).usage()
+                    return (true, true, nil, usage)
                 } catch let error as RevokerAppError {
-                    return (true, nil, error.message)
+                    return (true, nil, error.message, nil)
                 }
             }
         } catch {
-            return (false, nil, "\(error)")
+            return (false, nil, "\(error)", nil)
         }
     }
 }

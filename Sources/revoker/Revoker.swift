@@ -14,7 +14,7 @@ struct Revoker: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, EnqueueCommand.self, GrantsCommand.self, AccountsCommand.self, WorkCommand.self, DrainCommand.self,
             ServeCommand.self, StatusCommand.self,
-            AuditCommand.self, CheckCommand.self, KeygenCommand.self, APIKeyCommand.self, HealthCommand.self, SandboxCommand.self,
+            AuditCommand.self, CheckCommand.self, KeygenCommand.self, KeysCommand.self, APIKeyCommand.self, HealthCommand.self, SandboxCommand.self,
             PruneCommand.self, EventsCommand.self, DemoCommand.self, BenchCommand.self,
         ]
     )
