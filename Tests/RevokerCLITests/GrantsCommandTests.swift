@@ -4,6 +4,7 @@ import GoogleSignInSandbox
 import PostgresNIO
 import ProviderSandbox
 import RevokerApp
+import RevokerEvidence
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting
@@ -259,6 +260,9 @@ struct GrantsCommandTests {
             let after = try await RevokerProcess.run(["accounts", "show", "--account-reference", "user-3"], environment: stack.environment)
             #expect(after.stdout.contains("user-3: 2 grants, 1 deletion"), "\(after.stdout)")
             #expect(after.stdout.contains("apple \(Self.notes), revoked, user apple-user-3"), "\(after.stdout)")
+            try await Self.expectAnAccountReceipt(stack, account: "user-3", grants: 2)
+            try await Self.expectAnAccountReceipt(stack, account: "user-none", grants: 0)
+
             let status = try await RevokerProcess.run(["status", "--json"], environment: stack.environment)
             #expect(status.status == 0, "\(status.stderr)")
             let counts = try #require((try parseJSON(status.stdout) as? [String: Any])?["grants"] as? [String: [String: Int]])
@@ -269,6 +273,56 @@ struct GrantsCommandTests {
                 try stack.expectNoSecrets(in: result.stdout + result.stderr)
             }
         }
+    }
+}
+
+extension GrantsCommandTests {
+    /// The account's receipt verifies offline with the public key alone; a changed byte, or a
+    /// request's receipt left out (even when signed again with the real key), fails.
+    static func expectAnAccountReceipt(_ stack: RevokerTestStack, account: String, grants: Int) async throws {
+        let directory = stack.files.directory
+        let keyFile = directory.appendingPathComponent("audit-public-key.pem").path
+        let publicKey = try await RevokerProcess.run(["audit", "public-key"], environment: stack.environment)
+        try Data(publicKey.stdout.utf8).write(to: URL(fileURLWithPath: keyFile))
+        let issued = try await RevokerProcess.run(["audit", "receipt", "--account", account], environment: stack.environment)
+        #expect(issued.status == 0, "\(issued.stderr)")
+        let receipt = try JSONDecoder().decode(AccountReceipt.self, from: Data(issued.stdout.utf8))
+        #expect(receipt.summary.accountReference == account)
+        #expect(receipt.summary.outcome == (grants == 0 ? "nothing_held" : "revoked"))
+        #expect(receipt.summary.grants.count == grants)
+        #expect(receipt.summary.grants.allSatisfy { $0.state == "revoked" && $0.outcome == "revoked" && $0.requestID != nil })
+        #expect(receipt.requests.count == 2 * grants, "each grant's revocation and its hold")
+        #expect(receipt.requests.allSatisfy { $0.summary.outcome == "revoked" || $0.summary.outcome == "held" })
+
+        let offline = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+        let file = try stack.files.write(issued.stdout)
+        let good = try await RevokerProcess.run(["audit", "verify-receipt", file, "--public-key", keyFile], environment: offline)
+        #expect(good.status == 0, "\(good.stdout) \(good.stderr)")
+        #expect(good.stdout.hasPrefix("Account receipt valid: deletion \(receipt.summary.deletionID) of \(account)"), "\(good.stdout)")
+        guard grants > 0 else { return }
+
+        let changed = issued.stdout.replacingOccurrences(of: "\"state\" : \"revoked\"", with: "\"state\" : \"revokeD\"")
+        let bad = try await RevokerProcess.run(
+            ["audit", "verify-receipt", try stack.files.write(changed), "--public-key", keyFile],
+            environment: offline
+        )
+        #expect(bad.status == 1 && bad.stdout.contains("Account receipt NOT valid"), "\(bad.stdout)")
+        let key = try AuditSigningKey(pemRepresentation: String(contentsOfFile: stack.files.auditSigningKeyFile, encoding: .utf8))
+        let revocations = Set(receipt.summary.grants.compactMap(\.requestID))
+        let partial = try AccountReceipt.issue(
+            deletion: receipt.deletion,
+            requests: receipt.requests.filter { !revocations.contains($0.summary.requestID) },
+            issuedAtMicros: 0,
+            key: key
+        )
+        let missing = try await RevokerProcess.run(
+            [
+                "audit", "verify-receipt", try stack.files.write(String(decoding: try partial.canonicalBytes(), as: UTF8.self)), "--public-key",
+                keyFile,
+            ],
+            environment: offline
+        )
+        #expect(missing.status == 1 && missing.stdout.contains("has no receipt here"), "\(missing.stdout)")
     }
 }
 

@@ -81,6 +81,60 @@ public struct AuditReceipts: Sendable {
         )
     }
 
+    /// The receipt of completed deletion `id`: its own chain's receipt and those of its requests
+    /// and of its grants' holds; nil when there is no such deletion.
+    public func issueAccount(
+        deletionID id: UUID,
+        signer: AuditSigner,
+        wait: Duration = .seconds(30),
+        logger: Logger? = nil
+    ) async throws
+        -> AccountReceipt?
+    {
+        let logger = logger ?? self.logger
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                SELECT d.state, r.id FROM revoker.account_deletions d
+                LEFT JOIN LATERAL (
+                    SELECT q.id FROM revoker.revocation_requests q WHERE q.deletion_id = d.id
+                    UNION SELECT g.hold_request_id FROM revoker.grants g WHERE g.deletion_id = d.id AND g.hold_request_id IS NOT NULL
+                ) r ON true
+                WHERE d.id = \(id)
+                """,
+                logger: logger
+            ).collect()
+        }
+        let found = try rows.map { row in try row.decode((String, UUID?).self) }
+        guard let state = found.first?.0 else { return nil }
+        guard state == "completed" else {
+            throw RevokerStoreError(.conflict, "the deletion is still pending; its receipt is issued once it completed")
+        }
+        guard let deletion = try await issue(requestID: id, signer: signer, wait: wait, logger: logger) else {
+            throw RevokerStoreError(.unexpectedData, "the deletion has no audit rows")
+        }
+        var requests: [AuditReceipt] = []
+        for requestID in Set(found.compactMap(\.1)) {
+            guard let receipt = try await issue(requestID: requestID, signer: signer, wait: wait, logger: logger) else {
+                throw RevokerStoreError(.unexpectedData, "request \(requestID) has no audit rows")
+            }
+            requests.append(receipt)
+        }
+        let now = Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down))
+        return try AccountReceipt.issue(deletion: deletion, requests: requests, issuedAtMicros: now, key: signer.key)
+    }
+
+    /// The newest deletion of account `reference`.
+    public func deletion(reference: String, logger: Logger? = nil) async throws -> UUID? {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                "SELECT id FROM revoker.account_deletions WHERE account_reference = \(reference) ORDER BY requested_at DESC, id LIMIT 1",
+                logger: logger
+            ).collect().first?.decode(UUID.self)
+        }
+    }
+
     /// The newest request with `reference` (of `clientID`, when given).
     public func request(reference: String, clientID: String?, logger: Logger? = nil) async throws -> UUID? {
         let logger = logger ?? self.logger

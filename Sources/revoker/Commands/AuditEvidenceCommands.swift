@@ -226,6 +226,10 @@ struct AuditReceiptCommand: AsyncParsableCommand {
               revoker audit receipt 0b9c1f3e-8d2a-4c4b-9f1e-2a6d5c7b8e90 > receipt.json
               revoker audit receipt --reference user-42 > receipt.json
               revoker audit receipt --reference user-42 --html > receipt.html
+              revoker audit receipt --account user-42 > account-receipt.json
+
+            --account (or --deletion-id) gives the receipt of a whole account's completed deletion: the \
+            deletion's own chain and the receipts of every request it made and of each grant's hold.
             """
     )
 
@@ -240,6 +244,15 @@ struct AuditReceiptCommand: AsyncParsableCommand {
     @Option(name: .customLong("client-id"), help: ArgumentHelp("With --reference: only this app's requests.", valueName: "client-id"))
     var clientID: String?
 
+    @Option(
+        name: .customLong("account"),
+        help: ArgumentHelp("Instead: the receipt of this account's newest deletion, with every grant's requests.", valueName: "reference")
+    )
+    var account: String?
+
+    @Option(name: .customLong("deletion-id"), help: ArgumentHelp("Instead: the receipt of this account deletion.", valueName: "uuid"))
+    var deletionID: String?
+
     @Flag(help: "Print the receipt as a page for reading and printing.")
     var html = false
 
@@ -251,14 +264,35 @@ struct AuditReceiptCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...600).contains(wait) else { throw ValidationError("--wait must be between 1 and 600 seconds.") }
-        guard (requestID == nil) != (reference == nil) else { throw ValidationError("Give a request id or --reference, one of them.") }
+        guard [requestID, reference, account, deletionID].compactMap({ $0 }).count == 1 else {
+            throw ValidationError("Give one of: a request id, --reference, --account or --deletion-id.")
+        }
         if let requestID, UUID(uuidString: requestID) == nil { throw ValidationError("The request id must be a UUID.") }
+        if let deletionID, UUID(uuidString: deletionID) == nil { throw ValidationError("--deletion-id must be a UUID.") }
+        if html, account != nil || deletionID != nil { throw ValidationError("--html is for a request's receipt.") }
     }
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
         let signer = try auditSigner(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
+        if account != nil || deletionID != nil {
+            let (account, deletionID, wait) = (self.account, self.deletionID.flatMap(UUID.init(uuidString:)), self.wait)
+            let receipt = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
+                let receipts = AuditReceipts(client: client, logger: logger)
+                var id = deletionID
+                if let account { id = try await receipts.deletion(reference: account) }
+                guard let id else { return nil as AccountReceipt? }
+                do {
+                    return try await receipts.issueAccount(deletionID: id, signer: signer, wait: .seconds(wait))
+                } catch let error as RevokerStoreError {
+                    throw fail("No receipt: \(error.message).")
+                }
+            }
+            guard let receipt else { throw fail("There is no deletion \(account.map { "of account \($0)" } ?? self.deletionID ?? "").") }
+            FileHandle.standardOutput.write(try receipt.canonicalBytes())
+            return
+        }
         let (id, reference, clientID, wait) = (requestID.flatMap(UUID.init(uuidString:)), self.reference, self.clientID, self.wait)
         let receipt = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
             let receipts = AuditReceipts(client: client, logger: logger)
@@ -315,7 +349,27 @@ struct AuditVerifyReceiptCommand: ParsableCommand {
         let keys = try auditKeys(configuration, files: publicKeys)
         guard !keys.isEmpty else { throw fail("No public key: pass --public-key FILE (from `revoker audit public-key`).") }
         guard let bytes = FileManager.default.contents(atPath: file) else { throw fail("The receipt file '\(file)' cannot be read.") }
-        let result = AuditReceipt.verify(bytes, keys: keys, witnessed: try readWitnesses(witnesses))
+        let witnessed = try readWitnesses(witnesses)
+        if AccountReceipt.isAccountReceipt(bytes) {
+            let result = AccountReceipt.verify(bytes, keys: keys, witnessed: witnessed)
+            if result.valid, let receipt = result.receipt {
+                let summary = receipt.summary
+                print(
+                    "Account receipt valid: deletion \(summary.deletionID) of \(summary.accountReference ?? "?"), outcome \(summary.outcome ?? "?"), "
+                        + "\(summary.grants.count) grants, \(receipt.requests.count) request receipts, signed by key \(receipt.keyID)"
+                )
+                for grant in summary.grants {
+                    print(
+                        "  grant \(grant.grantID): \(grant.provider ?? "?") \(grant.clientID ?? "?"), \(grant.state ?? "?") (\(grant.outcome ?? "?"))"
+                    )
+                }
+                return
+            }
+            print("Account receipt NOT valid:")
+            for problem in result.problems { print("  \(problem)") }
+            throw Exit.someFailed
+        }
+        let result = AuditReceipt.verify(bytes, keys: keys, witnessed: witnessed)
         if result.valid, let receipt = result.receipt {
             let summary = receipt.summary
             print(
