@@ -17,8 +17,9 @@ import RevokerWorker
 /// with two Apple apps and a Google app, a realistic mix of deletions enqueued (codes with and
 /// without `redirect_uri`, refresh and access tokens, an already revoked token, another user's
 /// token, a used code, one enqueue through SQL inside a transaction, an account with an Apple
-/// and a Google grant), drained, and each outcome and the audit trail shown. Nothing reaches
-/// Apple or Google.
+/// and a Google grant), drained, and each outcome and the audit trail shown; then custody:
+/// grants held from sign-in, one ended by Apple's notification, accounts deleted by reference
+/// alone. Nothing reaches Apple or Google.
 public struct Demo: Sendable {
     let databaseURL: String
     let logger: Logger
@@ -264,21 +265,38 @@ public struct Demo: Sendable {
                 section(
                     "5. The audit trail, by request (\(audit.records.count) events; \(leaked.isEmpty ? "checked: no code or token appears in it" : "A TOKEN APPEARS IN \(leaked.count) EVENTS"))"
                 )
-                let byRequest = Dictionary(grouping: audit.records, by: { $0.externalReference ?? "" })
-                var seen = Set<String>()
-                for record in scenarios.filter({ seen.insert($0.reference).inserted }).flatMap({ byRequest[$0.reference] ?? [] }) {
-                    let apple = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError].compactMap { $0 }.joined(
-                        separator: " "
+                // One block per request, in the order the scenarios name their references: an
+                // account's Apple and Google requests are two blocks, not one interleaved list.
+                let byRequest = Dictionary(grouping: audit.records, by: \.requestID)
+                let references = scenarios.map(\.reference)
+                let blocks = byRequest.values.sorted { a, b in
+                    let (left, right) = (
+                        references.firstIndex(of: a[0].externalReference ?? "") ?? .max,
+                        references.firstIndex(of: b[0].externalReference ?? "") ?? .max
                     )
+                    return left != right ? left < right : a[0].id < b[0].id
+                }
+                for records in blocks where references.contains(records[0].externalReference ?? "") {
+                    let first = records[0]
                     output(
-                        "   \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.externalReference ?? "-", 10)) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
+                        "   request \(first.requestID.map { String($0.uuidString.lowercased().prefix(8)) } ?? "-") \(first.externalReference ?? "-") \(first.clientID ?? "")"
                     )
+                    for record in records {
+                        let apple = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError].compactMap { $0 }.joined(
+                            separator: " "
+                        )
+                        output(
+                            "     \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
+                        )
+                    }
                 }
                 return surprises
             }
             let told = try await accountDeletion(configuration: configuration, sandbox: sandbox, clientID: notes)
-            section(surprises + told == 0 ? "Every request ended as expected." : "\(surprises + told) request(s) did not end as expected.")
-            return surprises + told
+            let held = try await custody(configuration: configuration, sandbox: sandbox, apple: notes, google: googleNotes)
+            let missed = surprises + told + held
+            section(missed == 0 ? "Every request and grant ended as expected." : "\(missed) request(s) or grant(s) did not end as expected.")
+            return missed
         }
     }
 
@@ -328,11 +346,11 @@ public struct Demo: Sendable {
         }
     }
 
-    private func section(_ title: String) {
+    func section(_ title: String) {
         output("\n== \(title)")
     }
 
-    private func pad(_ text: String, _ width: Int) -> String {
+    func pad(_ text: String, _ width: Int) -> String {
         text.padding(toLength: max(width, text.count), withPad: " ", startingAt: 0)
     }
 }
