@@ -21,6 +21,7 @@ public struct GrantView: ResponseEncodable {
     var updatedAt: String
     var heldAt: String?
     var endedAt: String?
+    var validatedAt: String?
 
     enum CodingKeys: String, CodingKey {
         case id, provider, state
@@ -38,6 +39,7 @@ public struct GrantView: ResponseEncodable {
         case updatedAt = "updated_at"
         case heldAt = "held_at"
         case endedAt = "ended_at"
+        case validatedAt = "validated_at"
     }
 
     public init(_ grant: Grant) {
@@ -58,6 +60,7 @@ public struct GrantView: ResponseEncodable {
         updatedAt = AuditExport.timestamp(grant.updatedAt)
         heldAt = grant.heldAt.map(AuditExport.timestamp)
         endedAt = grant.endedAt.map(AuditExport.timestamp)
+        validatedAt = grant.validatedAt.map(AuditExport.timestamp)
     }
 
     /// Nil values are written as `null`, so every documented key is always present.
@@ -80,6 +83,7 @@ public struct GrantView: ResponseEncodable {
         try container.encode(updatedAt, forKey: .updatedAt)
         try container.encode(heldAt, forKey: .heldAt)
         try container.encode(endedAt, forKey: .endedAt)
+        try container.encode(validatedAt, forKey: .validatedAt)
     }
 }
 

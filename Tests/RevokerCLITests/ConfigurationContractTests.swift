@@ -499,6 +499,9 @@ private struct Setting {
             "worker.provider_timeout_seconds": Setting(alternative: .number(7.5)) { c, _ in .seconds(c.worker.providerTimeout) },
             "worker.apple_timeout_seconds": Setting { c, _ in .seconds(c.worker.providerTimeout) },
             "worker.max_requests_per_second": Setting(alternative: .number(75)) { c, _ in c.worker.maxRequestsPerSecond.map(JSON.number) ?? .null },
+            "custody.validate_every_days": Setting(alternative: .number(7)) { c, _ in
+                c.worker.grantValidationInterval.map { .number(Double($0.components.seconds) / 86_400) } ?? .null
+            },
 
             "webhooks[].name": Setting { c, entry in .text(webhook(c, entry)?.name) },
             "webhooks[].url": Setting { c, entry in .text(webhook(c, entry)?.url) },

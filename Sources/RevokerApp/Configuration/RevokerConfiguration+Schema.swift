@@ -22,6 +22,7 @@ extension RevokerConfiguration {
             "api_keys": .entries(["name": .string, "sha256": .string, "scopes": .strings, "client_ids": .strings]),
             "ui": .section(["enabled": .bool, "public_url": .string, "session_hours": .number, "idle_minutes": .number]),
         ]),
+        "custody": .section(["validate_every_days": .number]),
         "webhooks": .entries(["name": .string, "url": .string, "secret_file": .string, "client_ids": .strings]),
         "webhook_delivery": .section([
             "timeout_seconds": .number, "retry_base_seconds": .number, "retry_cap_seconds": .number, "park_after_seconds": .number,

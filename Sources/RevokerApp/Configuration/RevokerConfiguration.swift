@@ -189,6 +189,9 @@ extension RevokerConfiguration {
             keyring: try keyring ?? CredentialKeyring(parsing: CredentialKeyring.generateEntry(keyID: "ephemeral")),
             worker: try WorkerSettings(reading: source.scoped(to: "worker"))
         )
+        // `custody`: the worker validates held grants; a day at least, as Apple asks.
+        configuration.worker.grantValidationInterval = try source.scoped(to: "custody").double("validate_every_days", in: 1...3650)
+            .map { .seconds($0 * 86_400) }
         configuration.extraTrustRoots = try extraTrustRootsFile.map(loadTrustRoots) ?? []
         configuration.extraTrustRootsFile = extraTrustRootsFile
         for plugin in plugins {

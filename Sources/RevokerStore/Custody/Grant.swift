@@ -29,6 +29,8 @@ public struct Grant: Sendable, Hashable, Identifiable {
     /// When its refresh token was sealed here.
     public var heldAt: Date?
     public var endedAt: Date?
+    /// When a periodic validation last ended on it (`custody.validate_every_days`).
+    public var validatedAt: Date?
     /// The last error of the request that took it in, when that request failed.
     public var error: ErrorDetail?
 

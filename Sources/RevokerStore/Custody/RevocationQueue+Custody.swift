@@ -118,6 +118,26 @@ extension RevocationQueue {
         return false
     }
 
+    /// Schedules the validation of up to `limit` held grants that no validation has ended on for
+    /// `every` (at least a day, as Apple asks), oldest first: each becomes a request of purpose
+    /// ``RequestPurpose/validate`` that a worker carries like any other. Apps paused on a
+    /// configuration fault are left alone. Returns how many were scheduled.
+    public func scheduleGrantValidations(every: Duration, limit: Int, actor: String, logger: Logger? = nil) async throws -> Int {
+        try Self.validateActor(actor)
+        let logger = logger ?? self.logger
+        guard every >= .seconds(86_400) else {
+            throw RevokerStoreError(.invalidArgument, "a held grant is validated at most once a day: the interval must be at least 1 day")
+        }
+        guard (1...10_000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 10000") }
+        let seconds = Double(every.components.seconds)
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                "SELECT revoker.schedule_grant_validations(make_interval(secs => \(seconds)), \(limit)::int, \(actor))",
+                logger: logger
+            ).collect().first?.decode(Int.self) ?? 0
+        }
+    }
+
     /// The grant with this id, or nil.
     public func grant(id: UUID, logger: Logger? = nil) async throws -> Grant? {
         let logger = logger ?? self.logger
@@ -187,7 +207,7 @@ extension RevocationQueue {
     /// A grant's columns (never its token), with its hold request's last error.
     static let grantColumns = """
         g.id, g.provider, g.client_id, g.account_reference, g.user_id, g.user_source, g.registered_kind, g.state, g.end_reason,
-        g.hold_request_id, g.revoke_request_id, g.deletion_id, g.created_at, g.updated_at, g.held_at, g.ended_at,
+        g.hold_request_id, g.revoke_request_id, g.deletion_id, g.created_at, g.updated_at, g.held_at, g.ended_at, g.validated_at,
         h.last_error_code, h.last_error_description
         """
     static let grantJoin = "LEFT JOIN revoker.revocation_requests h ON h.id = g.hold_request_id AND g.state = 'failed'"
@@ -215,6 +235,7 @@ extension RevocationQueue {
             updatedAt: try cells["updated_at"].decode(Date.self),
             heldAt: try cells["held_at"].decode(Date?.self),
             endedAt: try cells["ended_at"].decode(Date?.self),
+            validatedAt: try cells["validated_at"].decode(Date?.self),
             error: try errorCode.map { ErrorDetail(code: $0, description: try cells["last_error_description"].decode(String?.self)) }
         )
     }

@@ -77,5 +77,10 @@ public struct Migration: Sendable, Hashable {
             name: "0015_account_deletions",
             sql: String(decoding: PackageResources._015_account_deletions_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 16,
+            name: "0016_grant_validation",
+            sql: String(decoding: PackageResources._016_grant_validation_sql, as: UTF8.self)
+        ),
     ]
 }

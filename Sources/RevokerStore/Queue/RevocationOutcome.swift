@@ -19,6 +19,9 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     /// A hold request took its grant into custody: the refresh token is sealed in the grant
     /// (state `succeeded`, purpose ``RequestPurpose/hold`` only).
     public static let held = Self("held")
+    /// A validation found a held grant's refresh token live; it stays held (state `succeeded`,
+    /// purpose ``RequestPurpose/validate`` only).
+    public static let live = Self("live")
     /// Apple rejected the authorization code (expired, used, other client) (state `failed`).
     public static let codeRejected = Self("code_rejected")
     /// A rescued request's code exchange was refused after an earlier attempt had started one:
@@ -38,14 +41,15 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     public static let cancelled = Self("cancelled")
     /// All outcomes.
     public static let all: [RevocationOutcome] = [
-        .revoked, .alreadyInvalid, .revokedByUser, .held, .codeRejected, .exchangeLost, .subjectMismatch, .exhausted, .clientMisconfigured, .rejected,
+        .revoked, .alreadyInvalid, .revokedByUser, .held, .live, .codeRejected, .exchangeLost, .subjectMismatch, .exhausted, .clientMisconfigured,
+        .rejected,
         .cancelled,
     ]
 
     /// The final state this outcome belongs to.
     public var state: RevocationState {
         switch self {
-        case .revoked, .alreadyInvalid, .revokedByUser, .held: .succeeded
+        case .revoked, .alreadyInvalid, .revokedByUser, .held, .live: .succeeded
         case .cancelled: .cancelled
         default: .failed
         }

@@ -59,19 +59,23 @@ extension RevocationQueue {
                                SELECT 1 FROM revoker.audit_events a WHERE a.request_id = claimed.id AND a.event = 'exchange_started'
                            )) AS exchange_started
                     FROM claimed LEFT JOIN revoker.credential_intake i ON i.request_id = claimed.id
-                    -- A deletion's request revokes a held grant with the grant's own sealed token.
-                    LEFT JOIN revoker.grants held ON held.id = claimed.grant_id AND claimed.purpose = 'revoke'
+                    -- A deletion's request revokes a held grant with the grant's own sealed token, and a
+                    -- validation proves it with that token.
+                    LEFT JOIN revoker.grants held ON held.id = claimed.grant_id AND claimed.purpose IN ('revoke', 'validate')
                     -- Has the provider told us that this user revoked the app's grants, or deleted the account?
+                    -- For a held grant, only since it was held: a sign-in after the message is a new consent.
                     LEFT JOIN LATERAL (
                         SELECT type FROM (
                             SELECT n.type FROM revoker.apple_notifications n
                             WHERE claimed.provider = 'apple' AND n.client_id = claimed.client_id
                               AND n.apple_user_id = claimed.apple_user_id AND n.type IN ('consent-revoked', 'account-delete')
+                              AND (claimed.grant_id IS NULL OR n.received_at > held.held_at)
                             UNION ALL
                             SELECT CASE g.type WHEN 'account-purged' THEN 'account-delete' ELSE 'consent-revoked' END
                             FROM revoker.google_security_events g
                             WHERE claimed.provider = 'google' AND g.client_id = claimed.client_id
                               AND g.google_user_id = claimed.apple_user_id AND g.type IN ('tokens-revoked', 'account-purged')
+                              AND (claimed.grant_id IS NULL OR g.received_at > held.held_at)
                         ) told
                         ORDER BY type = 'account-delete' DESC
                         LIMIT 1
@@ -96,7 +100,7 @@ extension RevocationQueue {
                     let grantKeyID = try cells["grant_key_id"].decode(String?.self)
                     let credential: Credential
                     do {
-                        if let grantID = request.grantID, request.purpose == .revoke, let grantSealed, let grantKeyID {
+                        if let grantID = request.grantID, request.purpose != .hold, let grantSealed, let grantKeyID {
                             credential = try self.sealer.open(
                                 SealedCredential(keyID: grantKeyID, bytes: grantSealed),
                                 grantID: grantID,

@@ -29,7 +29,7 @@ public struct RevocationQueue: Sendable {
     static let requestColumns = """
         r.id, r.provider, r.client_id, r.external_reference, r.apple_user_id, r.credential_kind, r.enqueued_kind,
         (r.sealed_credential IS NOT NULL OR EXISTS (SELECT 1 FROM revoker.credential_intake ci WHERE ci.request_id = r.id)
-         OR (r.purpose = 'revoke' AND r.grant_id IS NOT NULL AND r.state IN ('pending', 'running')
+         OR (r.purpose IN ('revoke', 'validate') AND r.grant_id IS NOT NULL AND r.state IN ('pending', 'running')
              AND EXISTS (SELECT 1 FROM revoker.grants cg WHERE cg.id = r.grant_id AND cg.sealed_token IS NOT NULL))) AS has_credential,
         r.redirect_uri, r.state, r.outcome, r.attempts, r.max_attempts, r.run_after, r.lease_owner, r.lease_expires_at,
         r.fencing_token, r.last_error_code, r.last_error_description, r.requeued_from, r.created_at, r.updated_at, r.finished_at,

@@ -62,4 +62,6 @@ public enum RequestPurpose: String, Sendable, Hashable, Codable {
     case revoke
     /// Exchange its code (or take its refresh token) and hold the refresh token in custody.
     case hold
+    /// Prove a held grant's refresh token still live, revoking nothing (a periodic validation).
+    case validate
 }

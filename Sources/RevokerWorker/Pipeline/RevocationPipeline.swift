@@ -216,6 +216,8 @@ public struct RevocationPipeline: Sendable {
             case .success(let proof, let latency):
                 run.events.append(AuditEvent(.tokenValidated, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
                 if let refused = try await checkIdentity(proof.identity, &run) { return refused }
+                // A periodic validation proves a held grant live and revokes nothing.
+                if run.request.purpose == .validate { return try await finish(&run, .live) }
             }
         case .accessToken:
             kind = .accessToken

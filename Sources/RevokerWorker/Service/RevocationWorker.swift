@@ -84,6 +84,12 @@ public struct RevocationWorker: Service {
                 }
                 background.addTask { await self.every(min(self.settings.pauseProbeInterval, .seconds(5))) { await self.probePausedApps() } }
                 background.addTask { await self.every(self.settings.rescueInterval) { await self.shareRateLimits() } }
+                if case .continuous = mode, settings.grantValidationInterval != nil {
+                    background.addTask {
+                        await self.scheduleGrantValidations()
+                        await self.every(self.settings.grantValidationPass) { await self.scheduleGrantValidations() }
+                    }
+                }
                 await withDiscardingTaskGroup { work in
                     await self.claimLoop(work: &work, signals: signals, signal: signal)
                 }
@@ -111,6 +117,8 @@ public struct RevocationWorker: Service {
     private func claimLoop(work: inout DiscardingTaskGroup, signals: AsyncStream<Void>, signal: AsyncStream<Void>.Continuation) async {
         var wakeUps = signals.makeAsyncIterator()
         var failures = 0
+        // A cron run validates what is due when it starts, and drains those validations too.
+        if case .drain = mode { await scheduleGrantValidations() }
         while !state.isStopping {
             if case .drain(let deadline) = mode, ContinuousClock.now >= deadline {
                 state.beginShutdown(grace: .zero, timedOut: true)
@@ -158,6 +166,20 @@ public struct RevocationWorker: Service {
                 if state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
             }
             _ = await wakeUps.next()
+        }
+    }
+
+    /// Schedules the validations of held grants that are due (``WorkerSettings/grantValidationInterval``).
+    private func scheduleGrantValidations() async {
+        guard let every = settings.grantValidationInterval else { return }
+        let (queue, owner, limit) = (queue, owner, settings.grantValidationBatch)
+        do {
+            let scheduled = try await withDeadline(settings.databaseTimeout) {
+                try await queue.scheduleGrantValidations(every: every, limit: limit, actor: owner)
+            }
+            if scheduled > 0 { logger.debug("Scheduled validations of held grants", metadata: ["revoker.scheduled": "\(scheduled)"]) }
+        } catch {
+            logger.warning("Cannot schedule validations of held grants", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
         }
     }
 

@@ -31,6 +31,12 @@ public struct WorkerSettings: Sendable, Equatable {
     /// (by client_id); nil or absent for no limit.
     public var maxRequestsPerSecond: Double?
     public var appRequestsPerSecond: [String: Double] = [:]
+    /// Held grants that no validation has ended on for this long are validated (their refresh
+    /// token proven live, nothing revoked); nil: never. At least a day, as Apple asks.
+    public var grantValidationInterval: Duration?
+    /// How often validations are scheduled, and how many at most each time.
+    public var grantValidationPass: Duration = .seconds(60)
+    public var grantValidationBatch = 200
 
     public init() {}
 }

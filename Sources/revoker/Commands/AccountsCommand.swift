@@ -23,6 +23,7 @@ struct AccountsCommand: AsyncParsableCommand {
         if let reason = outcome ?? grant.endReason, reason != grant.state.rawValue { text += " (\(reason))" }
         text += ", user \(grant.userID ?? "not known yet")"
         if let held = grant.heldAt { text += ", held since \(AuditExport.timestamp(held))" }
+        if let validated = grant.validatedAt { text += ", validated \(AuditExport.timestamp(validated))" }
         if let ended = grant.endedAt { text += ", ended \(AuditExport.timestamp(ended))" }
         return text
     }
