@@ -96,6 +96,15 @@ public struct Benchmark: Sendable {
             progress("recovery: \(options.recoveryRequests) requests, two workers, one SIGKILLed mid-drain")
             recovery = try await measureRecovery(latency: options.recoveryLatencyMilliseconds)
         }
+        var custody: [BenchmarkReport.Custody] = []
+        for latency in options.custodyLatenciesMilliseconds {
+            progress("custody: \(options.custodyAccounts) accounts sign in with 3 grants each, then are deleted by reference; latency \(latency) ms")
+            custody.append(try await measureCustody(latency: latency, kill: false))
+        }
+        if options.custodyKillAccounts > 0 {
+            progress("custody: \(options.custodyKillAccounts) accounts, the worker SIGKILLed while registering and while deleting")
+            custody.append(try await measureCustody(latency: options.recoveryLatencyMilliseconds, kill: true))
+        }
         return BenchmarkReport(
             startedAt: startedAt,
             machine: machine,
@@ -104,7 +113,8 @@ public struct Benchmark: Sendable {
             enqueue: enqueue,
             drains: drains,
             pickup: pickup,
-            recovery: recovery
+            recovery: recovery,
+            custody: custody
         )
     }
 

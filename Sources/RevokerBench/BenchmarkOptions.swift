@@ -49,6 +49,14 @@ public struct BenchmarkOptions: Sendable {
     /// The share of the recovery backlog final before the busiest worker is killed; 0 kills it
     /// as soon as it holds requests.
     public var recoveryKillAfterShare = 1.0 / 3
+    /// Custody: accounts signing in with three grants each (two Apple apps and Google), at each
+    /// latency; an empty list skips it.
+    public var custodyLatenciesMilliseconds = [0, 200]
+    public var custodyAccounts = 300
+    /// Accounts whose deletion is timed alone, one after another (the rest go together).
+    public var custodyDeletionSamples = 50
+    /// Accounts of the custody run whose worker is SIGKILLed in each phase (at ``recoveryLatencyMilliseconds``); 0 skips it.
+    public var custodyKillAccounts = 100
 
     /// The full run's defaults, with the `revoker` binary to start as workers and the server to use.
     public init(binary: String, databaseURL: String) {
@@ -76,6 +84,10 @@ public struct BenchmarkOptions: Sendable {
         options.concurrencyByLatency[500] = 8
         options.measureReferences = false
         options.drainTimeoutSeconds = 120
+        options.custodyLatenciesMilliseconds = [0]
+        options.custodyAccounts = 8
+        options.custodyDeletionSamples = 3
+        options.custodyKillAccounts = 12
         return options
     }
 

@@ -141,6 +141,27 @@ public struct BenchmarkReport: Codable, Sendable {
         public var problems: [String]
     }
 
+    /// Custody: codes registered at sign-in (`POST /v1/grants`) and accounts deleted by reference.
+    public struct Custody: Codable, Sendable {
+        public var latencyMilliseconds: Int
+        /// Times the worker was SIGKILLed (and replaced) during the run.
+        public var killed: Int
+        public var accounts: Int
+        public var registrations: Int
+        public var registrationConcurrency: Int
+        /// Registrations answered per second, each a code exchanged by the worker within the wait.
+        public var registrationsPerSecond: Double
+        public var registrationMilliseconds: Percentiles
+        /// Registrations answered `202` (the exchange outlasted `http.grant_exchange_wait_seconds`).
+        public var answeredLater: Int
+        /// Grants that ended `exchange_lost` (a code the killed worker was exchanging).
+        public var exchangesLost: Int
+        /// From `POST /v1/accounts/{reference}/deletion` to its `account.deletion_completed` in the feed.
+        public var deletionToCompletedMilliseconds: Percentiles
+        public var valid: Bool
+        public var problems: [String]
+    }
+
     /// When the run started, the machine, and the requests per enqueue path and per drain.
     public var startedAt: Date
     public var machine: Machine
@@ -151,6 +172,7 @@ public struct BenchmarkReport: Codable, Sendable {
     public var drains: [Drain]
     public var pickup: Pickup?
     public var recovery: Recovery?
+    public var custody: [Custody] = []
     /// Every scenario finished every request, and the sandbox saw each grant revoked.
     public var valid: Bool
 
@@ -162,7 +184,8 @@ public struct BenchmarkReport: Codable, Sendable {
         enqueue: [EnqueueRate],
         drains: [Drain],
         pickup: Pickup?,
-        recovery: Recovery?
+        recovery: Recovery?,
+        custody: [Custody]
     ) {
         self.startedAt = startedAt
         self.machine = machine
@@ -172,7 +195,8 @@ public struct BenchmarkReport: Codable, Sendable {
         self.drains = drains
         self.pickup = pickup
         self.recovery = recovery
-        self.valid = drains.allSatisfy(\.valid) && (pickup?.valid ?? true) && (recovery?.valid ?? true)
+        self.custody = custody
+        self.valid = drains.allSatisfy(\.valid) && (pickup?.valid ?? true) && (recovery?.valid ?? true) && custody.allSatisfy(\.valid)
     }
 
     public func json() throws -> Data {
@@ -253,12 +277,24 @@ extension BenchmarkReport {
                     + (recovery.valid ? "" : " (INVALID)")
             )
         }
+        for run in custody {
+            let (registration, deletion) = (run.registrationMilliseconds, run.deletionToCompletedMilliseconds)
+            lines.append("")
+            lines.append(
+                "Custody (\(run.accounts) accounts x 3 grants, \(run.latencyMilliseconds) ms\(run.killed > 0 ? ", worker SIGKILLed \(run.killed) times" : "")): "
+                    + "\(Self.number(run.registrationsPerSecond)) registrations/s with \(run.registrationConcurrency) callers "
+                    + "(p50 \(Self.number(registration.p50)) ms, p99 \(Self.number(registration.p99)) ms, \(run.answeredLater) answered 202, "
+                    + "\(run.exchangesLost) exchange_lost); deletion to account.deletion_completed p50 \(Self.number(deletion.p50)) ms, "
+                    + "p99 \(Self.number(deletion.p99)) ms over \(deletion.samples)" + (run.valid ? "" : " (INVALID)")
+            )
+        }
         let problems =
             drains.flatMap { drain in
                 drain.problems.map { "\(drain.workload ?? "apple"), \(drain.latencyMilliseconds) ms, \(drain.workerProcesses) process(es): \($0)" }
             }
             + (pickup?.problems ?? []).map { "pickup: \($0)" }
             + (recovery?.problems ?? []).map { "recovery: \($0)" }
+            + custody.flatMap { run in run.problems.map { "custody, \(run.latencyMilliseconds) ms\(run.killed > 0 ? ", killed" : ""): \($0)" } }
         if !problems.isEmpty {
             lines.append("")
             lines.append("INVALID RUN:")

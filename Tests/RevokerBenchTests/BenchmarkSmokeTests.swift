@@ -30,6 +30,14 @@ struct BenchmarkSmokeTests {
         let recovery = try #require(report.recovery)
         #expect(recovery.valid, "\(recovery.problems)")
         #expect(recovery.orphaned > 0)
+        // Custody: every code registered and exchanged once, every account deleted by reference with
+        // each grant revoked once, also with the worker SIGKILLed while registering and deleting.
+        #expect(report.custody.map(\.killed) == [0, 2])
+        for run in report.custody {
+            #expect(run.valid, "\(run.problems)")
+            #expect(run.registrations == 3 * run.accounts)
+            #expect(run.deletionToCompletedMilliseconds.samples == options.custodyDeletionSamples)
+        }
         // The JSON written for people and CI decodes back and holds the same verdict.
         let decoded = try JSONSerialization.jsonObject(with: report.json()) as? [String: Any]
         #expect((decoded?["drains"] as? [Any])?.count == 4)

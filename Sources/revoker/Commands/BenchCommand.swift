@@ -21,7 +21,7 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "Requests per enqueue path and per drain.")
     var requests: Int?
 
-    @Option(help: "The sandbox's added latency per Apple call, in ms, comma-separated.")
+    @Option(help: "The sandbox's added latency per Apple call, in ms, comma-separated, or 'none' (no drain).")
     var latencies: String?
 
     @Option(help: "Worker process counts, comma-separated.")
@@ -58,6 +58,22 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var recoveryRequests: Int?
 
+    @Option(
+        name: .customLong("custody-latencies"),
+        help:
+            "Latencies, in ms, of the custody scenario (codes registered at sign-in, accounts deleted by reference), comma-separated, or 'none' (default 0,200)."
+    )
+    var custodyLatencies: String?
+
+    @Option(name: .customLong("custody-accounts"), help: "Accounts of the custody scenario, three grants each (default 300).")
+    var custodyAccounts: Int?
+
+    @Option(
+        name: .customLong("custody-kill-accounts"),
+        help: "Accounts of the custody run whose worker is SIGKILLed while registering and while deleting; 0 skips it (default 100)."
+    )
+    var custodyKillAccounts: Int?
+
     @Flag(name: .customLong("no-references"), help: "Skip pgbench and the sandbox-alone reference.")
     var noReferences = false
 
@@ -81,7 +97,7 @@ struct BenchCommand: AsyncParsableCommand {
         var options =
             smoke ? BenchmarkOptions.smoke(binary: binary, databaseURL: databaseURL) : BenchmarkOptions(binary: binary, databaseURL: databaseURL)
         if let requests { options.requests = requests }
-        if let latencies { options.latenciesMilliseconds = try Self.integers(latencies, "--latencies") }
+        if let latencies { options.latenciesMilliseconds = latencies == "none" ? [] : try Self.integers(latencies, "--latencies") }
         if let workers { options.workerProcesses = try Self.integers(workers, "--workers") }
         if let mixedLatencies {
             options.mixedLatenciesMilliseconds = mixedLatencies == "none" ? [] : try Self.integers(mixedLatencies, "--mixed-latencies")
@@ -105,6 +121,17 @@ struct BenchCommand: AsyncParsableCommand {
         if let batchSize { options.batchSize = batchSize }
         if let pickupSamples { options.pickupSamples = pickupSamples }
         if let recoveryRequests { options.recoveryRequests = recoveryRequests }
+        if let custodyLatencies {
+            options.custodyLatenciesMilliseconds = custodyLatencies == "none" ? [] : try Self.integers(custodyLatencies, "--custody-latencies")
+        }
+        if let custodyAccounts {
+            guard (1...100_000).contains(custodyAccounts) else { throw ValidationError("--custody-accounts must be between 1 and 100000.") }
+            options.custodyAccounts = custodyAccounts
+        }
+        if let custodyKillAccounts {
+            guard (0...100_000).contains(custodyKillAccounts) else { throw ValidationError("--custody-kill-accounts must be between 0 and 100000.") }
+            options.custodyKillAccounts = custodyKillAccounts
+        }
         if noReferences { options.measureReferences = false }
         if withoutAuditChain { options.auditChain = false }
         guard (1...1_000_000).contains(options.requests) else { throw ValidationError("--requests must be between 1 and 1000000.") }
