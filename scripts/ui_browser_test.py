@@ -8,7 +8,7 @@ keys are read from files in the private work directory):
   UI_BASE_URL      http://127.0.0.1:PORT of `revoker serve` (with "http.ui.enabled")
   UI_SANDBOX_URL   http://127.0.0.1:PORT of `revoker sandbox`
   UI_CLIENT_ID     the app registered in both
-  UI_WORK          the private work directory: keys/{compliance,billing,support}.key, downloads
+  UI_WORK          the private work directory: keys/{compliance,billing,support,custody}.key, downloads
   UI_PUBLIC_KEY    the audit public key (PEM), from `revoker audit public-key`
   UI_SERVE_LOG     the log of `revoker serve` (checked for secrets, its tail shown on failure)
   UI_SCREENSHOTS   where the PNGs go
@@ -61,7 +61,7 @@ CSV_COLUMNS = ["request_id", "requested_at", "requested_by", "client_id", "exter
                "finished_at"]
 SECURITY_HEADERS_CHECKED = "CSP default-src 'none' without script-src, X-Frame-Options DENY, nosniff, no-store"
 
-KEYS = {name: (WORK / "keys" / f"{name}.key").read_text().strip() for name in ("compliance", "billing", "support")}
+KEYS = {name: (WORK / "keys" / f"{name}.key").read_text().strip() for name in ("compliance", "billing", "support", "custody")}
 SECRETS = set(KEYS.values())  # grows with refresh tokens and the session token
 
 
@@ -417,6 +417,37 @@ def main():
     ref_outcome = {}
     step("requests enqueued and processed", enqueue, critical=True)
 
+    # -- an account's grants: two held and revoked by its deletion, a third held since --
+    account = {"reference": f"acct/{run}?<i>x</i>\"#", "grants": []}
+
+    def custody():
+        def hold(name):
+            user = f"001234.{run}acct.0{name}"
+            minted = sandbox("/sandbox/refresh-tokens", {"client_id": CLIENT_ID, "subject": user})
+            SECRETS.add(minted["value"])
+            status, body = api("POST", "/v1/grants", "custody", {
+                "client_id": CLIENT_ID, "account_reference": account["reference"], "refresh_token": minted["value"], "user_id": user})
+            held = status == 201 and (body or {}).get("state") == "held"
+            check(f"grant {name} of the account held with the custody key (grants:write): 201 held", held, f"got {status}")
+            if held:
+                account["grants"].append(body["id"])
+
+        hold(1)
+        hold(2)
+        path = urllib.parse.quote(account["reference"], safe="")
+        status, body = api("POST", f"/v1/accounts/{path}/deletion", "billing", {})
+        check("the account's deletion asked with the billing key: 202", status == 202, f"got {status}")
+        deletion, deadline = body or {}, time.time() + 60
+        while deletion.get("state") != "completed" and time.time() < deadline:
+            time.sleep(0.25)
+            _, deletion = api("GET", f"/v1/deletions/{body['id']}", "billing")
+        check("... it completed within 60 s, outcome revoked", (deletion.get("state"), deletion.get("outcome")) == ("completed", "revoked"),
+              f"{deletion.get('state')}/{deletion.get('outcome')}")
+        account["deletion"] = deletion.get("id")
+        hold(3)
+
+    step("an account's grants held and deleted", custody)
+
     # -- the sign-in form outside the browser: refusals and headers --
     def sign_in_http():
         status, headers, body = http("GET", BASE + "/ui/")
@@ -447,7 +478,7 @@ def main():
     driver = make_driver()
     session = {}
     try:
-        browser(driver, ref, ids, subject, session, ref_outcome)
+        browser(driver, ref, ids, subject, session, ref_outcome, account)
     except Abort as abort:
         check(f"the run stopped after '{abort}' failed", False)
     finally:
@@ -472,7 +503,7 @@ def main():
     return 1 if failed else 0
 
 
-def browser(driver, ref, ids, subject, session, ref_outcome):
+def browser(driver, ref, ids, subject, session, ref_outcome, account):
     # -- signed out: the sign-in page --
     def signed_out():
         driver.get(BASE + "/ui/")
@@ -668,6 +699,56 @@ def browser(driver, ref, ids, subject, session, ref_outcome):
 
     step("HTML escaping", escaping)
 
+    # -- an account's page, from the search --
+    def account_page():
+        reference = account["reference"]
+        expected = "/ui/accounts/" + urllib.parse.quote(reference, safe="")
+        search(driver, reference=reference)
+        links = driver.find_elements(By.CSS_SELECTOR, "#results a.account")
+        check("searching the account's reference finds its two revocations, each reference a link",
+              len(result_rows(driver)) == 2 and len(links) == 2 and all(link.text == reference for link in links),
+              f"{len(result_rows(driver))} rows, {len(links)} links")
+        if not links:
+            return
+        links[0].click()
+        check("the link opens /ui/accounts/<the reference percent-encoded>", wait_path(driver, expected) and path_of(driver) == expected,
+              path_of(driver))
+        check("... its heading shows the reference as text", driver.find_element(By.ID, "account-reference").text == reference,
+              driver.find_element(By.ID, "account-reference").text)
+        check("... no <i> element in it", not driver.find_elements(By.CSS_SELECTOR, "main i"))
+        grants = {row.get_attribute("id").removeprefix("grant-"):
+                  {cell.get_attribute("data-label"): cell.text for cell in row.find_elements(By.TAG_NAME, "td")}
+                  for row in driver.find_elements(By.CSS_SELECTOR, "#grants tbody tr")}
+        check(f"... #grants lists the account's {len(account['grants'])} grants", sorted(grants) == sorted(account["grants"]),
+              f"{len(grants)} rows")
+        states = [grants.get(grant, {}).get("State") for grant in account["grants"]]
+        check("... the two deleted are revoked, the one held since is held", states == ["revoked", "revoked", "held"], str(states))
+        check("... each shows provider apple and the app",
+              grants and all((g.get("Provider"), g.get("App")) == ("apple", CLIENT_ID) for g in grants.values()))
+        check("... the revoked ones link to their revoke requests",
+              len(driver.find_elements(By.CSS_SELECTOR, "#grants a.revoke-request")) == 2)
+        rows = driver.find_elements(By.ID, f"deletion-{account.get('deletion')}")
+        cells = {cell.get_attribute("data-label"): cell.text for cell in rows[0].find_elements(By.TAG_NAME, "td")} if rows else {}
+        check("... #deletions shows the deletion completed, outcome revoked, by api:billing",
+              (cells.get("State"), cells.get("Outcome"), cells.get("By")) == ("completed", "revoked", "api:billing"), str(cells))
+        check("... no token, key or session in the page", not any(secret in driver.page_source for secret in SECRETS if secret))
+        session["account_path"] = expected
+        screenshots(driver, "account")
+        # The search page's account field opens the same page; a revocation links back to it.
+        driver.get(BASE + "/ui/search")
+        driver.find_element(By.ID, "account").send_keys(reference)
+        driver.find_element(By.ID, "open-account").click()
+        check("the search page's account field opens the same page", wait_path(driver, expected) and path_of(driver) == expected,
+              path_of(driver))
+        driver.find_element(By.CSS_SELECTOR, "#grants a.revoke-request").click()
+        wait_path(driver, "/ui/requests/")
+        check("the revoke request's page shows outcome revoked", driver.find_element(By.ID, "outcome").text == "revoked")
+        driver.find_element(By.ID, "account-link").click()
+        check("... and its reference links back to the account", wait_path(driver, expected) and path_of(driver) == expected,
+              path_of(driver))
+
+    step("an account's page", account_page)
+
     # -- everything: pages, CSV export, screenshots --
     def everything():
         search(driver)
@@ -732,7 +813,7 @@ def browser(driver, ref, ids, subject, session, ref_outcome):
     def headers():
         cookie = {"Cookie": "revoker_session=" + session["token"]}
         pages = ["/ui/search", "/ui/search?reference=" + urllib.parse.quote(ref["html"]), "/ui/status",
-                 f"/ui/requests/{ids[ref['alice']]}"]
+                 f"/ui/requests/{ids[ref['alice']]}"] + ([session["account_path"]] if session.get("account_path") else [])
         for page in pages:
             status, headers, body = http("GET", BASE + page, cookie)
             wrong = security_headers_ok(headers)

@@ -51,6 +51,12 @@ struct CompliancePagesController {
         pages.get("status") { request, _ in
             try await gate.signedIn(request) { try await self.statusPage($0) }
         }
+        pages.get("accounts") { request, _ in
+            try await gate.signedIn(request) { _ in try self.accountSearch(request) }
+        }
+        pages.get("accounts/{reference}") { request, context in
+            try await gate.signedIn(request) { try await self.accountPage(try DeletionsController.reference(context), $0) }
+        }
         pages.get("requests/{id}") { request, context in
             try await gate.signedIn(request) { try await self.requestPage(try APIResponse.id(context), $0) }
         }
@@ -190,6 +196,7 @@ struct CompliancePagesController {
                     id: found.requestID.uuidString.lowercased(),
                     requestedAt: UIFormat.time(found.requestedAt),
                     reference: found.externalReference ?? "—",
+                    accountPath: found.externalReference.map(UIFormat.percentEncoded),
                     clientID: found.clientID ?? "—",
                     userID: found.userID ?? "—",
                     outcome: found.outcome ?? "in progress",
@@ -265,6 +272,7 @@ struct CompliancePagesController {
             outcomeClass: UIFormat.outcomeClass(outcome),
             clientID: records.first?.clientID ?? "—",
             reference: records.first?.externalReference ?? "—",
+            accountPath: records.first?.externalReference.map(UIFormat.percentEncoded),
             userID: records.last { $0.userID != nil }?.userID ?? "—",
             requestedAt: UIFormat.time(enqueued?.occurredAt),
             requestedBy: enqueued?.actor ?? "—",

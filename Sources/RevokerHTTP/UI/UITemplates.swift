@@ -17,6 +17,7 @@ struct UITemplates: Sendable {
         ("ui-sign-in", PackageResources.ui_sign_in_mustache),
         ("ui-search", PackageResources.ui_search_mustache),
         ("ui-request", PackageResources.ui_request_mustache),
+        ("ui-account", PackageResources.ui_account_mustache),
         ("ui-status", PackageResources.ui_status_mustache),
         ("ui-error", PackageResources.ui_error_mustache),
     ]

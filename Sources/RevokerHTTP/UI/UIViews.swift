@@ -39,6 +39,8 @@ struct UISearchView {
         var id: String
         var requestedAt: String
         var reference: String
+        /// The reference percent-encoded for `/ui/accounts/…`; nil when the request has none.
+        var accountPath: String?
         var clientID: String
         var userID: String
         var outcome: String
@@ -84,6 +86,7 @@ struct UIRequestView {
     var outcomeClass: String
     var clientID: String
     var reference: String
+    var accountPath: String?
     var userID: String
     var requestedAt: String
     var requestedBy: String
@@ -92,6 +95,53 @@ struct UIRequestView {
     var events: [Event]
     var truncated: Bool
     var shown: Int
+}
+
+/// An account's page: the grants held for it (never a token) and its deletions.
+struct UIAccountView {
+    struct Grant {
+        var id: String
+        var provider: String
+        var clientID: String
+        var userID: String
+        var kind: String
+        var state: String
+        var stateClass: String
+        var endReason: String
+        /// When its token was sealed here, or when it was registered.
+        var since: String
+        var endedAt: String
+        var holdRequest: String?
+        var revokeRequest: String?
+    }
+
+    struct Deletion {
+        var id: String
+        var requestedAt: String
+        var requestedBy: String
+        var apps: String
+        var state: String
+        var outcome: String
+        var outcomeClass: String
+        var completedAt: String
+        var grants: Int
+        /// The request of the credential it carried (a grant Revoker never held), if any.
+        var credentialRequests: [String]
+    }
+
+    var frame: UIFrame?
+    var reference: String
+    var accountPath: String
+    var grants: [Grant]
+    var grantCount: Int
+    var oneGrant: Bool
+    var hasGrants: Bool
+    var grantsTruncated: Bool
+    var deletions: [Deletion]
+    var deletionCount: Int
+    var oneDeletion: Bool
+    var hasDeletions: Bool
+    var deletionsTruncated: Bool
 }
 
 struct UIStatusView {
@@ -128,6 +178,32 @@ enum UIFormat {
         default: "bad"
         }
     }
+
+    /// The CSS class of a grant's state: ended with nothing left to revoke, never held, or live.
+    static func grantStateClass(_ state: GrantState) -> String {
+        switch state {
+        case .revoked, .dead: "good"
+        case .failed: "bad"
+        case .pending, .held, .revoking: "open"
+        }
+    }
+
+    /// The CSS class of a deletion's outcome.
+    static func deletionOutcomeClass(_ outcome: AccountDeletion.Outcome?) -> String {
+        switch outcome {
+        case nil: "open"
+        case .revoked?, .nothingHeld?: "good"
+        case .incomplete?: "bad"
+        }
+    }
+
+    /// `text` percent-encoded but for the unreserved characters, so that it is one path segment
+    /// (a `/` becomes `%2F`) or one query value, whatever it holds.
+    static func percentEncoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// A time as the pages show it: UTC to the second.
     static func time(_ date: Date?) -> String {
