@@ -4,6 +4,7 @@ import GoogleSignInSandbox
 import NIOHTTP1
 import PostgresNIO
 import ProviderSandbox
+import RevokerEvidence
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting
@@ -123,6 +124,20 @@ struct AccountDeletionAPITests {
             let trail = try await api.stack.audit().filter { $0.requestID?.uuidString.lowercased() == id }.map(\.event)
             #expect(trail.first == "deletion_requested" && trail.last == "deletion_completed", "\(trail)")
             #expect(trail.filter { $0 == "deletion_grant" }.count == 3 && trail.filter { $0 == "grant_ended" }.count == 3, "\(trail)")
+
+            // The whole account's signed receipt verifies offline; a key that does not reach every
+            // app it names does not get it, nor does anyone a receipt of a deletion that is not there.
+            let receipt = try await api.call(.GET, "/v1/deletions/\(id)/receipt", key: api.keys.auditor)
+            #expect(receipt.status == 200, "\(receipt.text)")
+            let key = try AuditSigningKey(pemRepresentation: String(contentsOfFile: api.stack.files.auditSigningKeyFile, encoding: .utf8))
+            let verified = AccountReceipt.verify(Data(receipt.text.utf8), keys: [key.publicKey])
+            #expect(verified.valid, "\(verified.problems)")
+            #expect(verified.receipt?.summary.grants.count == 3 && verified.receipt?.summary.outcome == "revoked")
+            #expect(verified.receipt?.requests.count == 6, "each grant's hold and revocation")
+            let limited = try await api.call(.GET, "/v1/deletions/\(id)/receipt", key: api.keys.notesOnly)
+            #expect(limited.status == 404, "the receipt names the Google app too: \(limited.text)")
+            let unknown = try await api.call(.GET, "/v1/deletions/\(UUID().uuidString)/receipt", key: api.keys.auditor)
+            #expect(unknown.status == 404, "\(unknown.text)")
 
             let later = try await api.call(.POST, "/v1/accounts/user-1/deletion", key: api.keys.writer, json: [:])
             #expect(later.status == 201, "a deletion of an account with nothing left ends at once: \(later.text)")

@@ -139,6 +139,13 @@ extension CompliancePagesTests {
                 #expect(request.status == 200 && request.text.contains("id=\"outcome\">revoked<"), "\(request.text)")
             }
             #expect(!deleted.text.contains(apple.token) && !deleted.text.contains(code.value))
+            // The completed deletion offers the account's signed receipt; a held account's page has none to offer.
+            let receiptLink = try #require(Self.link(deletionRow, class: "account-receipt"), "\(deletionRow)")
+            #expect(receiptLink == "/ui/deletions/\(deletionID)/receipt.json")
+            let receipt = try await browser.get(receiptLink, cookies: cookies)
+            #expect(receipt.status == 200 && receipt.text.contains("\"format\" : \"revoker.audit.account-receipt.v1\""), "\(receipt.text)")
+            #expect(!receipt.text.contains(apple.token) && !receipt.text.contains(code.value))
+            #expect(Self.link(held.text, class: "account-receipt") == nil)
 
             // The search reaches the account: a field, and each row's reference.
             let form = try await browser.get("/ui/accounts?reference=ui-account-1", cookies: cookies)

@@ -24,6 +24,11 @@ struct AuditController {
 
     func addRoutes(to group: RouterGroup<APIRequestContext>) {
         group.get("revocations/{id}/receipt") { request, context in try await receipt(request, context: context) }
+        group.get("deletions/{id}/receipt") { request, context in
+            let caller = try keys.authorize(request, .auditRead)
+            let id = try APIResponse.id(context)
+            return try Self.receiptDownload(try await issueAccountReceipt(id, for: caller), id: id)
+        }
         group.get("audit") { request, context in try await auditTrail(request, context: context) }
         group.get("audit/verify") { request, _ in try await verifyAudit(request) }
     }
@@ -101,6 +106,29 @@ struct AuditController {
         return receipt
     }
 
+    /// The signed receipt of completed account deletion `id`, when the caller's key reaches every
+    /// app it names (it holds each one's requests); 409 while the deletion runs.
+    func issueAccountReceipt(_ id: UUID, for caller: APICaller) async throws -> AccountReceipt {
+        guard let signer = auditSigner else {
+            throw APIProblem(.notImplemented, "Receipts need the audit signing key: set audit.signing_key_file.")
+        }
+        let receipts = AuditReceipts(client: database, logger: logger)
+        let issued: AccountReceipt?
+        do {
+            // Longer than one statement: it may wait for a checkpoint to cover the latest rows.
+            issued = try await withDeadline(store.limit + .seconds(15)) {
+                try await receipts.issueAccount(deletionID: id, signer: signer, wait: .seconds(10))
+            }
+        } catch let error as RevokerStoreError where error.code == .conflict {
+            throw APIProblem(.conflict, "The deletion is still under way; its receipt is issued once it completed.")
+        }
+        let apps = Set(([issued?.deletion] + (issued?.requests ?? [])).compactMap { $0?.summary.clientID })
+        guard let receipt = issued, apps.allSatisfy(caller.reaches) else {
+            throw APIProblem.notFound("There is no completed account deletion with this id for the apps this key reaches.")
+        }
+        return receipt
+    }
+
     /// A receipt as a printable page: its own styles inline, nothing else allowed.
     static func receiptPage(_ receipt: AuditReceipt) -> Response {
         Response(
@@ -112,10 +140,19 @@ struct AuditController {
 
     /// A receipt as the signed JSON file, to keep and verify offline.
     static func receiptDownload(_ receipt: AuditReceipt, id: UUID) throws -> Response {
+        download(try receipt.canonicalBytes(), name: "receipt-\(id.uuidString.lowercased()).json")
+    }
+
+    /// An account's receipt as the signed JSON file.
+    static func receiptDownload(_ receipt: AccountReceipt, id: UUID) throws -> Response {
+        download(try receipt.canonicalBytes(), name: "account-receipt-\(id.uuidString.lowercased()).json")
+    }
+
+    private static func download(_ bytes: Data, name: String) -> Response {
         Response(
             status: .ok,
-            headers: [.contentType: "application/json", .contentDisposition: "attachment; filename=\"receipt-\(id.uuidString.lowercased()).json\""],
-            body: .init(byteBuffer: ByteBuffer(bytes: try receipt.canonicalBytes()))
+            headers: [.contentType: "application/json", .contentDisposition: "attachment; filename=\"\(name)\""],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes))
         )
     }
 

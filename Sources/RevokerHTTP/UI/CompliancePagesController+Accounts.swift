@@ -87,7 +87,8 @@ extension CompliancePagesController {
                     outcomeClass: UIFormat.deletionOutcomeClass(deletion.outcome),
                     completedAt: UIFormat.time(deletion.completedAt),
                     grants: deletion.grants.count,
-                    credentialRequests: deletion.requests.filter { $0.grantID == nil }.map { $0.id.uuidString.lowercased() }
+                    credentialRequests: deletion.requests.filter { $0.grantID == nil }.map { $0.id.uuidString.lowercased() },
+                    receipt: deletion.state == .completed && audits.auditSigner != nil
                 )
             },
             deletionCount: shownDeletions.count,

@@ -57,6 +57,12 @@ struct CompliancePagesController {
         pages.get("accounts/{reference}") { request, context in
             try await gate.signedIn(request) { try await self.accountPage(try DeletionsController.reference(context), $0) }
         }
+        pages.get("deletions/{id}/receipt.json") { request, context in
+            try await gate.signedIn(request) { visitor in
+                let id = try APIResponse.id(context)
+                return try AuditController.receiptDownload(try await audits.issueAccountReceipt(id, for: visitor.caller), id: id)
+            }
+        }
         pages.get("requests/{id}") { request, context in
             try await gate.signedIn(request) { try await self.requestPage(try APIResponse.id(context), $0) }
         }

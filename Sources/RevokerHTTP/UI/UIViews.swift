@@ -127,6 +127,8 @@ struct UIAccountView {
         var grants: Int
         /// The request of the credential it carried (a grant Revoker never held), if any.
         var credentialRequests: [String]
+        /// Whether its signed receipt can be downloaded (completed, and receipts are signed).
+        var receipt: Bool
     }
 
     var frame: UIFrame?
