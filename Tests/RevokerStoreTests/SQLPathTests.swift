@@ -115,6 +115,64 @@ struct SQLPathTests {
         }
     }
 
+    /// Custody keeps tokens for years: a grant registered from SQL (code or refresh token) or
+    /// through the service (as `POST /v1/grants` does), taken into custody and then revoked by a
+    /// deletion, never puts its code or token in the WAL in plaintext.
+    @Test func registeredGrantsAreCiphertextInTheTableAndTheWAL() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let slot = try await Self.retainWAL(db)
+            let start = try await Self.walPosition(db)
+            let secrets = (0..<4).map { "grant-secret-\($0)-\(UUID().uuidString)" }
+            let probe = "wal-probe-\(UUID().uuidString)"
+            try await db.client.withTransaction(logger: Self.logger) { connection in
+                _ = try await connection.query(
+                    "SELECT revoker.register_grant('apple', 'com.example.app', 'wal-account', 'authorization_code', \(secrets[0]))",
+                    logger: Self.logger
+                ).collect()
+                _ = try await connection.query(
+                    "SELECT revoker.register_grant('apple', 'com.example.app', 'wal-account', 'refresh_token', \(secrets[1]))",
+                    logger: Self.logger
+                ).collect()
+            }
+            let code = try NewGrant(
+                clientID: "com.example.app",
+                accountReference: "wal-account",
+                credential: Credential(kind: .authorizationCode, secret: secrets[2])
+            )
+            let token = try NewGrant(
+                clientID: "com.example.app",
+                accountReference: "wal-account",
+                credential: Credential(kind: .refreshToken, secret: secrets[3])
+            )
+            _ = try await queue.register(code, actor: "test")
+            _ = try await queue.register(token, actor: "test")
+            // A worker takes the SQL path's refresh token into custody, sealing it in its grant.
+            let claimed = try await queue.claim(batch: 10, lease: .seconds(60), owner: "w")
+            let fromSQL = try #require(claimed.first { $0.credential.kind == .refreshToken })
+            #expect(fromSQL.credential.secret == secrets[1], "the intake key opens it")
+            #expect(
+                try await queue.hold(fromSQL.lease, grantID: try #require(fromSQL.request.grantID), refreshToken: secrets[1], verifiedUserID: nil)
+            )
+            _ = try await queue.requestDeletion(accountReference: "wal-account", actor: "test")
+            _ = try await db.client.query("CREATE TABLE public.wal_probe (t text)", logger: Self.logger).collect()
+            _ = try await db.client.query("INSERT INTO public.wal_probe VALUES (\(probe))", logger: Self.logger).collect()
+
+            let sealed = try await db.client.query(
+                "SELECT sealed_token FROM revoker.grants WHERE sealed_token IS NOT NULL",
+                logger: Self.logger
+            ).collect().map { Array(try $0.decode(ByteBuffer.self).readableBytesView) }
+            #expect(sealed.count == 2, "both refresh tokens held, sealed")
+            let end = try await Self.walPosition(db)
+            let wal = try await Self.wal(db, from: start, to: end)
+            try await Self.release(slot, db)
+            // Booleans, so that a failure does not print the WAL.
+            let probeFound = Self.contains(wal, probe)
+            let found = secrets.map { secret in Self.contains(wal, secret) || sealed.contains { Self.contains($0, secret) } }
+            #expect(probeFound, "the scan reads the WAL (\(wal.count) bytes from \(start.file) to \(end.file))")
+            #expect(found == [false, false, false, false], "no code or token reached the WAL in plaintext")
+        }
+    }
+
     @Test func withoutAPublishedIntakeKeyTheSQLPathRefusesAndStoresNothing() async throws {
         try await Fixtures.withQueue { db, _ in
             _ = try await db.client.query("DELETE FROM revoker.intake_keys", logger: Self.logger).collect()
