@@ -5,7 +5,7 @@ import Foundation
 /// receipt, and the receipt of every request it names and of each grant's hold, so every grant,
 /// every call and every outcome is proven. The summary is derived again from the deletion's
 /// rows by the verifier, and the whole file is signed.
-public struct AccountReceipt: Codable, Sendable, Hashable {
+public struct AccountReceipt: Codable, Sendable, Hashable, SignedEvidenceFile {
     public static let currentFormat = "revoker.audit.account-receipt.v1"
 
     public var format: String
@@ -82,7 +82,7 @@ public struct AccountReceipt: Codable, Sendable, Hashable {
             keyID: key.publicKey.keyID,
             signature: ""
         )
-        receipt.signature = Data(try key.sign(try receipt.signedBytes())).base64EncodedString()
+        try receipt.sign(with: key)
         return receipt
     }
 
@@ -132,17 +132,6 @@ public struct AccountReceipt: Codable, Sendable, Hashable {
         return fields
     }
 
-    /// The file's bytes: canonical JSON and a final newline.
-    public func canonicalBytes() throws -> Data {
-        try AuditReceipt.encoder().encode(self) + Data("\n".utf8)
-    }
-
-    func signedBytes() throws -> [UInt8] {
-        var unsigned = self
-        unsigned.signature = ""
-        return Array(try unsigned.canonicalBytes())
-    }
-
     /// What checking an account receipt found: nothing when it holds.
     public struct Verification: Sendable {
         public var problems: [String]
@@ -167,19 +156,7 @@ public struct AccountReceipt: Codable, Sendable, Hashable {
         } catch {
             return Verification(problems: ["the file is not an account receipt (not the JSON one has)"])
         }
-        var problems: [String] = []
-        if receipt.format != currentFormat { problems.append("unknown format '\(receipt.format.prefix(60))'") }
-        if (try? receipt.canonicalBytes()) != bytes {
-            problems.append("the file is not byte for byte as issued (changed, reformatted or extended)")
-        }
-        if let key = keys.first(where: { $0.keyID == receipt.keyID }) {
-            let signature = Data(base64Encoded: receipt.signature).map(Array.init) ?? []
-            if (try? receipt.signedBytes()).map({ key.isValid(signature: signature, for: $0) }) != true {
-                problems.append("the receipt's signature does not match its content")
-            }
-        } else {
-            problems.append("the receipt is signed by key \(receipt.keyID.prefix(16)), which was not given")
-        }
+        var problems = receipt.envelopeProblems(bytes, format: currentFormat, keys: keys)
         func check(_ inner: AuditReceipt, _ label: String) {
             guard let innerBytes = try? inner.canonicalBytes() else { return problems.append("\(label) cannot be encoded") }
             problems += AuditReceipt.verify(innerBytes, keys: keys, witnessed: witnessed).problems.map { "\(label): \($0)" }

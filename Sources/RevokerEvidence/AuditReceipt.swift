@@ -8,7 +8,7 @@ import Foundation
 ///
 /// The file is canonical JSON (sorted keys, fixed layout) signed as a whole: changing any
 /// byte makes it fail to verify.
-public struct AuditReceipt: Codable, Sendable, Hashable {
+public struct AuditReceipt: Codable, Sendable, Hashable, SignedEvidenceFile {
     public static let currentFormat = "revoker.audit.receipt.v1"
 
     public var format: String
@@ -119,7 +119,7 @@ extension AuditReceipt {
             keyID: key.publicKey.keyID,
             signature: ""
         )
-        receipt.signature = Data(try key.sign(try receipt.signedBytes())).base64EncodedString()
+        try receipt.sign(with: key)
         return receipt
     }
 
@@ -188,16 +188,6 @@ extension AuditReceipt {
         return encoder
     }
 
-    /// The file's bytes: canonical JSON and a final newline.
-    public func canonicalBytes() throws -> Data {
-        try Self.encoder().encode(self) + Data("\n".utf8)
-    }
-
-    func signedBytes() throws -> [UInt8] {
-        var unsigned = self
-        unsigned.signature = ""
-        return Array(try unsigned.canonicalBytes())
-    }
 }
 
 extension AuditReceipt {
@@ -220,19 +210,7 @@ extension AuditReceipt {
         } catch {
             return Verification(problems: ["the file is not a receipt (not the JSON a receipt has)"])
         }
-        var problems: [String] = []
-        if receipt.format != currentFormat { problems.append("unknown format '\(receipt.format.prefix(60))'") }
-        if (try? receipt.canonicalBytes()) != bytes {
-            problems.append("the file is not byte for byte as issued (changed, reformatted or extended)")
-        }
-        if let key = keys.first(where: { $0.keyID == receipt.keyID }) {
-            let signature = Data(base64Encoded: receipt.signature).map(Array.init) ?? []
-            if (try? receipt.signedBytes()).map({ key.isValid(signature: signature, for: $0) }) != true {
-                problems.append("the receipt's signature does not match its content")
-            }
-        } else {
-            problems.append("the receipt is signed by key \(receipt.keyID.prefix(16)), which was not given")
-        }
+        var problems = receipt.envelopeProblems(bytes, format: currentFormat, keys: keys)
         var checkpoints: [Int64: AuditCheckpoint] = [:]
         for carried in receipt.checkpoints {
             guard let checkpoint = carried.checkpoint else {

@@ -66,16 +66,33 @@ struct ProcessTests {
             let grants = try await harness.enqueueMany(clientID: "com.example.notes", prefix: "s", count: 24) {
                 $0 % 3 == 0 ? .authorizationCode : .refreshToken
             }
-            try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 200))
+            // Calls of two seconds: whatever a worker claims, it holds for seconds.
+            try await harness.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 2000))
             let doomed = try RevokerProcess(["work", "--log-level", "debug"], environment: harness.environment)
-            try await eventually("the doomed worker holds 4 requests") {
+            let (doomedOwner, client) = (String(doomed.processIdentifier), harness.database.client)
+            func count(_ sql: PostgresQuery) async throws -> Int { try await client.query(sql).collect().first?.decode(Int.self) ?? 0 }
+            try await eventually("the doomed worker holds requests") {
                 guard doomed.isRunning else { throw CannotHappen("the worker stopped early: \(doomed.stderrSoFar.suffix(500))") }
-                return try await harness.count(state: .running) >= 4
+                return try await count(
+                    "SELECT count(*)::int FROM revoker.revocation_requests WHERE state = 'running' AND split_part(lease_owner, ':', 2) = \(doomedOwner)"
+                ) >= 4
             }
             let survivor = try RevokerProcess(["work", "--log-level", "debug"], environment: harness.environment)
-            try await eventually("6 requests succeeded") { try await harness.count(state: .succeeded) >= 6 }
+            let survivorOwner = String(survivor.processIdentifier)
+            // Killed once the survivor holds its liveness lock (it is in the register) and works,
+            // while the doomed worker is still inside its calls.
+            try await eventually("the survivor is registered and holds requests too") {
+                guard survivor.isRunning else { throw CannotHappen("the survivor stopped: \(survivor.stderrSoFar.suffix(500))") }
+                let registered = try await count(
+                    "SELECT count(*)::int FROM revoker.workers WHERE split_part(owner, ':', 2) = \(survivorOwner) AND lock_lost_at IS NULL"
+                )
+                let working = try await count(
+                    "SELECT count(*)::int FROM revoker.revocation_requests WHERE state = 'running' AND split_part(lease_owner, ':', 2) = \(survivorOwner)"
+                )
+                return registered == 1 && working > 0
+            }
             doomed.signal(SIGKILL)
-            let killedAt = ContinuousClock.now
+            let (killedAt, killedAtDate) = (ContinuousClock.now, Date())
             let killed = try await doomed.wait()
             #expect(killed.signalled)
 
@@ -92,7 +109,10 @@ struct ProcessTests {
                 #expect(grant.revokeCalls <= 1, "nothing is revoked twice")
                 if grant.codeExchanges + grant.rejectedCodeExchanges <= 1 { #expect(grant.revoked) }
             }
-            print("liveness kill test: \(rescues.count) rescued, every request final \(recovery) after SIGKILL (lease 60 s)")
+            let rescuedAfter = (rescues.map(\.occurredAt).max() ?? killedAtDate).timeIntervalSince(killedAtDate)
+            print(
+                "liveness kill test: \(rescues.count) rescued \(String(format: "%.1f", rescuedAfter)) s after SIGKILL (lease 60 s), every request final \(recovery) after it"
+            )
             try harness.expectNoSecrets(in: killed.stdout + killed.stderr + survived.stdout + survived.stderr)
         }
     }

@@ -24,7 +24,11 @@ struct APIKeyCommand: ParsableCommand {
     @Argument(help: "The caller's name (1-64 of A-Z a-z 0-9 - _ .), the actor in audit events.")
     var name: String
 
-    @Option(name: .customLong("scope"), help: "revocations:write, revocations:read, audit:read or admin; repeat for several.")
+    // Named from the scopes themselves, so that the help lists every one there is.
+    @Option(
+        name: .customLong("scope"),
+        help: ArgumentHelp("One of \(APIScope.allCases.map(\.rawValue).joined(separator: ", ")); repeat for several.")
+    )
     var scopes: [String] = []
 
     @Option(name: .customLong("client-id"), help: "Limit the key to this app; repeat for several (default: every app).")
