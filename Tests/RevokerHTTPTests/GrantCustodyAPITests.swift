@@ -111,6 +111,10 @@ struct GrantCustodyAPITests {
             #expect(held.json["user_source"] as? String == "stated")
             let report = try await api.stack.sandbox.admin.grant(grantID)
             #expect(report.validations == 0 && report.revokeCalls == 0, "nothing to call the provider about at registration")
+            // The backend hears of it as of an exchanged code.
+            let events = try await AppleNotificationsAPITests.feed(api, key: api.keys.admin, count: 1)
+            let told = events.filter { $0["type"] as? String == "grant.held" }.map { AppleNotificationsAPITests.data($0)["grant_id"] as? String }
+            #expect(told == [held.json["id"] as? String], "\(events)")
 
             var other = body
             other["account_reference"] = "account-3"

@@ -188,6 +188,14 @@ BEGIN
 END;
 $$;
 
+-- A refresh token registered through the service is held as its hold request is written,
+-- already final: the backend hears grant.held for it as for an exchanged code.
+CREATE TRIGGER revocation_requests_outbox_final_at_once
+    AFTER INSERT ON revoker.revocation_requests
+    FOR EACH ROW
+    WHEN (NEW.purpose = 'hold' AND NEW.state IN ('succeeded', 'failed', 'cancelled'))
+    EXECUTE FUNCTION revoker.outbox_revocation_final();
+
 REVOKE ALL ON FUNCTION revoker.schedule_grant_validations(interval, integer, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION revoker.grants_validation_ended() FROM PUBLIC;
 REVOKE ALL ON FUNCTION revoker.grants_validation_moot() FROM PUBLIC;
