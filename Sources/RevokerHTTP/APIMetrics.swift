@@ -39,6 +39,61 @@ public struct APIMetrics: Sendable {
             }
         }
         Gauge(label: "revoker_account_deletions_pending", factory: factory).record(statistics.pendingDeletions)
+        // Final requests in the database by outcome, whichever process finished them (a cron
+        // drain too): a count that grows is what the alerts on `exhausted` and `exchange_lost` read.
+        for outcome in RevocationOutcome.all {
+            let count = statistics.byOutcome.filter { $0.key.outcome == outcome }.map(\.value).reduce(0, +)
+            Gauge(label: "revoker_requests_by_outcome", dimensions: [("outcome", outcome.rawValue)], factory: factory).record(count)
+        }
+    }
+
+    /// Each app's pause, 1 while paused and 0 otherwise: every configured app (`apps`) and any
+    /// app paused, so an alert can name the app. Recorded when metrics are scraped.
+    func pauses(_ paused: [AppPause], apps: Set<String>) {
+        let pausedApps = Set(paused.map(\.clientID))
+        for clientID in apps.union(pausedApps) {
+            Gauge(label: "revoker_app_paused", dimensions: [("client_id", clientID)], factory: factory).record(pausedApps.contains(clientID) ? 1 : 0)
+        }
+    }
+
+    /// The workers alive now in every process (`revoker.workers` holding their liveness lock),
+    /// not only this one's: an API without a worker reports them too.
+    func workers(live: Int) {
+        Gauge(label: "revoker_workers_live", factory: factory).record(live)
+    }
+
+    /// How far behind each webhook endpoint is: the age of the next event it has not received.
+    func webhookLag(_ lag: [String: Double]) {
+        for (endpoint, seconds) in lag {
+            Gauge(label: "revoker_webhook_lag_seconds", dimensions: [("endpoint", endpoint)], factory: factory).record(seconds)
+        }
+    }
+
+    /// How long the audit trail has gone unsigned; only where checkpoints are signed.
+    func audit(_ lag: AuditSigningLag) {
+        if let age = lag.lastCheckpointAge {
+            Gauge(label: "revoker_audit_last_checkpoint_age_seconds", factory: factory).record(age)
+        }
+        Gauge(label: "revoker_audit_unsigned_age_seconds", factory: factory).record(lag.oldestUnsignedAge)
+    }
+
+    /// An inbox is open: its counter is exported from the start (at zero), so that the first
+    /// refusals of a burst are counted as an increase.
+    func inboxOpened(_ label: String) {
+        for result in ["accepted", "duplicate"] {
+            _ = Counter(label: label, dimensions: [("result", result)], factory: factory)
+        }
+    }
+
+    /// One database call of an API request (``DatabaseDeadline``), `ok` or `error` (a timeout
+    /// included), and how long it took.
+    func databaseCall(succeeded: Bool, duration: Duration) {
+        Timer(
+            label: "revoker_database_call_duration_seconds",
+            dimensions: [("caller", "api"), ("result", succeeded ? "ok" : "error")],
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        ).recordNanoseconds(duration.nanoseconds)
     }
 
     /// Each webhook endpoint's state, recorded when metrics are scraped; endpoint names come

@@ -57,7 +57,7 @@ public struct RevokerAPI: Sendable {
     ) {
         let keys = APIKeys(keys: settings.apiKeys)
         let metrics = APIMetrics(factory: PrometheusMetricsFactory(registry: registry))
-        let store = DatabaseDeadline(limit: settings.databaseTimeout)
+        let store = DatabaseDeadline(limit: settings.databaseTimeout, metrics: metrics)
         let deliveries = WebhookDeliveries(client: database, logger: logger)
         let auditLog = AuditLog(client: database, logger: logger)
         self.settings = settings
@@ -70,8 +70,11 @@ public struct RevokerAPI: Sendable {
             auditSigner: auditSigner,
             metrics: metrics,
             registry: registry,
+            apps: Set(clientIDs.values.joined()),
+            webhookApps: webhookApps,
             logger: logger
         )
+        for inbox in inboxes where inbox.closedReason == nil { metrics.inboxOpened(inbox.metricLabel) }
         self.revocations = RevocationsController(
             queue: queue,
             keys: keys,

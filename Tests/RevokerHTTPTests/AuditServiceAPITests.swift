@@ -118,7 +118,10 @@ struct AuditServiceAPITests {
 
             let metrics = try await api.call(.GET, "/metrics", key: nil).text
             #expect(metrics.contains(#"revoker_requests_enqueued_total{source="http"} 1"#), "\(metrics)")
-            #expect(metrics.contains(#"revoker_requests_finished_total{outcome="revoked"} 1"#))
+            #expect(metrics.contains(#"revoker_requests_finished_total{outcome="revoked",provider="apple",client_id="com.example.notes"} 1"#))
+            #expect(metrics.contains(#"revoker_attempts_total{provider="apple",client_id="com.example.notes"} 1"#))
+            // The pipeline's database calls are timed.
+            #expect(metrics.contains(#"revoker_database_call_duration_seconds_count{caller="worker",result="ok"}"#))
             #expect(metrics.contains(#"revoker_apple_request_duration_seconds_count{endpoint="/auth/revoke",status_class="2xx"} 1"#))
             #expect(metrics.contains(#"revoker_queue_depth{state="succeeded"} 1"#))
             #expect(metrics.contains(#"revoker_http_request_duration_seconds_count{route="/v1/revocations",method="POST",status="202"} 1"#))

@@ -10,12 +10,23 @@ import RevokerProvider
 import RevokerStore
 
 /// Runs one database call of a request under ``HTTPSettings/databaseTimeout``: a client learns
-/// of an unreachable database (503) before its own timeout gives up.
+/// of an unreachable database (503) before its own timeout gives up. Each call is timed into
+/// `revoker_database_call_duration_seconds{caller="api"}` when `metrics` is given.
 struct DatabaseDeadline: Sendable {
     let limit: Duration
+    var metrics: APIMetrics?
 
     func callAsFunction<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withDeadline(limit, body)
+        guard let metrics else { return try await withDeadline(limit, body) }
+        let started = ContinuousClock.now
+        do {
+            let value = try await withDeadline(limit, body)
+            metrics.databaseCall(succeeded: true, duration: ContinuousClock.now - started)
+            return value
+        } catch {
+            metrics.databaseCall(succeeded: false, duration: ContinuousClock.now - started)
+            throw error
+        }
     }
 }
 

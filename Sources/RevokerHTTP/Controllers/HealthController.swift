@@ -17,6 +17,10 @@ struct HealthController {
     let auditSigner: AuditSigner?
     let metrics: APIMetrics
     let registry: PrometheusCollectorRegistry
+    /// The configured apps, each with a `revoker_app_paused` gauge.
+    let apps: Set<String>
+    /// Each webhook endpoint's apps, for `revoker_webhook_lag_seconds`.
+    let webhookApps: [String: Set<String>]
     let logger: Logger
 
     func addRoutes(to router: Router<APIRequestContext>) {
@@ -47,14 +51,24 @@ struct HealthController {
     }
 
     func exportMetrics() async throws -> Response {
-        // Queue gauges are read when scraped, so they are as fresh as the scrape.
-        let queue = self.queue
-        if let statistics = try? await withDeadline(.seconds(3), { try await queue.statistics() }) {
-            metrics.queue(statistics)
+        // The gauges over the database are read when scraped, so they are as fresh as the scrape.
+        // One read after another, each within 3 s and all within 6 s (under Prometheus's default
+        // scrape timeout of 10 s): a scrape holds at most one of the pool's connections, which
+        // the API and the worker share; what could not be read in time keeps its last value.
+        let (queue, deliveries, webhookApps) = (self.queue, self.deliveries, self.webhookApps)
+        let checkpoints = auditSigner.map { _ in AuditCheckpoints(client: database, logger: logger) }
+        let budget = ContinuousClock.now + .seconds(6)
+        func read<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async -> T? {
+            let left = min(budget - ContinuousClock.now, .seconds(3))
+            guard left > .zero else { return nil }
+            return try? await withDeadline(left, body)
         }
-        if let states = try? await withDeadline(.seconds(3), { [deliveries] in try await deliveries.states() }) {
-            metrics.webhooks(states)
-        }
+        if let statistics = await read({ try await queue.statistics() }) { metrics.queue(statistics) }
+        if let paused = await read({ try await queue.pausedApps() }) { metrics.pauses(paused, apps: apps) }
+        if let live = await read({ try await queue.liveWorkers() }) { metrics.workers(live: live) }
+        if let states = await read({ try await deliveries.states() }) { metrics.webhooks(states) }
+        if let lag = await read({ try await deliveries.lag(of: webhookApps) }) { metrics.webhookLag(lag) }
+        if let checkpoints, let signing = await read({ try await checkpoints.signingLag() }) { metrics.audit(signing) }
         return Response(
             status: .ok,
             headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -210,6 +210,52 @@ public struct AuditCheckpoints: Sendable {
         }
     }
 
+    /// How long the trail has gone unsigned: the newest checkpoint's age, and the age of the
+    /// oldest row that no checkpoint covers yet (the first row of the oldest transaction that
+    /// ended since, or of one the newest checkpoint left open; 0 when every row is covered).
+    /// The second is what matters: a quiet trail signs nothing and is not late. Index reads
+    /// only (`audit_events (txid, id)`), so it is cheap enough for every scrape.
+    public func signingLag(logger: Logger? = nil) async throws -> AuditSigningLag {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                let newest = try await connection.query(
+                    """
+                    SELECT txid_to::text, open_txids::text[], extract(epoch FROM now() - created_at)::float8
+                    FROM revoker.audit_checkpoints ORDER BY seq DESC LIMIT 1
+                    """,
+                    logger: logger
+                ).collect().first?.decode((String, [String], Double).self)
+                let unsigned: Double?
+                if let newest {
+                    let (txidTo, open) = (newest.0, newest.1)
+                    // The first row of the oldest transaction past the newest checkpoint, by the
+                    // (txid, id) index; and the rows of those it left open that have ended since.
+                    unsigned = try await connection.query(
+                        """
+                        SELECT extract(epoch FROM now() - least(
+                            (SELECT e.occurred_at FROM revoker.audit_events e WHERE e.txid >= \(txidTo)::xid8 ORDER BY e.txid, e.id LIMIT 1),
+                            (SELECT min(e.occurred_at) FROM revoker.audit_events e WHERE e.txid = ANY(\(open)::text[]::xid8[]))
+                        ))::float8
+                        """,
+                        logger: logger
+                    ).collect().first?.decode(Double?.self)
+                } else {
+                    // Nothing signed yet: every row of the chains waits.
+                    unsigned = try await connection.query(
+                        """
+                        SELECT extract(epoch FROM now() - (
+                            SELECT e.occurred_at FROM revoker.audit_events e WHERE e.txid IS NOT NULL ORDER BY e.txid, e.id LIMIT 1
+                        ))::float8
+                        """,
+                        logger: logger
+                    ).collect().first?.decode(Double?.self)
+                }
+                return AuditSigningLag(lastCheckpointAge: newest?.2, oldestUnsignedAge: max(0, unsigned ?? 0))
+            }
+        }
+    }
+
     /// Stored checkpoints; `tail` orders and limits them (SQL with no values).
     static func read(_ tail: String, on connection: PostgresConnection, logger: Logger) async throws -> [AuditCheckpoint] {
         var checkpoints: [AuditCheckpoint] = []
@@ -276,5 +322,18 @@ public struct OpenTransaction: Sendable, Hashable, Encodable {
             .compactMap { $0 }
         let holder = who.isEmpty ? "held by a session this role cannot see (grant pg_read_all_stats)" : who.joined(separator: ", ")
         return "transaction \(txid): \(age), \(state ?? "state unknown"), \(holder)"
+    }
+}
+
+/// How long the audit trail has gone unsigned (``AuditCheckpoints/signingLag(logger:)``).
+public struct AuditSigningLag: Sendable, Hashable {
+    /// Seconds since the newest checkpoint was taken; nil when none was.
+    public var lastCheckpointAge: Double?
+    /// Seconds the oldest row no checkpoint covers has waited; 0 when every row is covered.
+    public var oldestUnsignedAge: Double
+
+    public init(lastCheckpointAge: Double?, oldestUnsignedAge: Double) {
+        self.lastCheckpointAge = lastCheckpointAge
+        self.oldestUnsignedAge = oldestUnsignedAge
     }
 }

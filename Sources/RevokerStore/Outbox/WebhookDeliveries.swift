@@ -170,6 +170,43 @@ public struct WebhookDeliveries: Sendable {
         }
     }
 
+    /// How far behind each endpoint is: the age in seconds of the next event it has not
+    /// received (the first after its cursor among its apps' events), 0 when it has them all.
+    /// `endpoints` maps each configured endpoint to its apps; an endpoint not registered yet is
+    /// left out. One index probe per endpoint and app (the outbox's `(client_id, txid,
+    /// position)` index), so it is cheap enough for every scrape however long the backlog.
+    public func lag(of endpoints: [String: Set<String>], logger: Logger? = nil) async throws -> [String: Double] {
+        let logger = logger ?? self.logger
+        let pairs = endpoints.flatMap { endpoint, clientIDs in clientIDs.map { (endpoint, $0) } }
+        guard !pairs.isEmpty else { return [:] }
+        let names = pairs.map(\.0)
+        let clientIDs = pairs.map(\.1)
+        let rows = try await StoreDatabase.run(logger) {
+            try await client.query(
+                """
+                SELECT a.endpoint, coalesce(extract(epoch FROM now() - min(next.occurred_at)), 0)::float8
+                FROM unnest(\(names)::text[], \(clientIDs)::text[]) AS a(endpoint, client_id)
+                JOIN revoker.webhook_deliveries d ON d.endpoint = a.endpoint
+                LEFT JOIN LATERAL (
+                    SELECT e.occurred_at FROM revoker.outbox_events e
+                    WHERE e.client_id = a.client_id
+                      AND (d.cursor_txid IS NULL OR (e.txid, e.position) > (d.cursor_txid, d.cursor_position))
+                    ORDER BY e.txid, e.position
+                    LIMIT 1
+                ) next ON true
+                GROUP BY a.endpoint
+                """,
+                logger: logger
+            ).collect()
+        }
+        var lag: [String: Double] = [:]
+        for row in rows {
+            let (endpoint, seconds) = try row.decode((String, Double).self)
+            lag[endpoint] = max(0, seconds)
+        }
+        return lag
+    }
+
     /// An endpoint's cursor as stored (both NULL before its first event).
     static func cursor(_ txid: String?, _ position: Int64?) -> EventCursor? {
         guard let txid, let position, let transaction = UInt64(txid) else { return nil }

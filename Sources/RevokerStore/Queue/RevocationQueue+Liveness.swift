@@ -87,6 +87,28 @@ extension RevocationQueue {
         return max(1, try rows.first?.decode(Int.self) ?? 1)
     }
 
+    /// The registered workers alive now: those whose liveness lock a session holds, as the
+    /// rescuer judges them. A worker killed without a clean stop leaves its row behind (until
+    /// another worker marks it), so the row alone does not say it lives; the lock does.
+    /// Reads `pg_locks`, which every role may: cheap enough for every scrape.
+    public func liveWorkers(logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                SELECT count(*)::int FROM revoker.workers w
+                WHERE EXISTS (
+                    SELECT 1 FROM pg_locks l
+                    WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                      AND l.classid = \(Self.workerLockNamespace)::int4::oid AND l.objid = revoker.worker_lock(w.owner)::oid AND l.objsubid = 2
+                )
+                """,
+                logger: logger
+            ).collect()
+        }
+        return try rows.first?.decode(Int.self) ?? 0
+    }
+
     /// The calls per second all live workers made to each app, as they last published them
     /// (within the last ten seconds).
     public func observedCallRates(logger: Logger? = nil) async throws -> [String: Double] {

@@ -5,9 +5,18 @@ import RevokerStore
 
 /// How the pipeline calls out: the database under its deadline, the provider timed and metered.
 extension RevocationPipeline {
-    /// Runs a database call under the pipeline's time limit.
+    /// Runs a database call under the pipeline's time limit, timed into
+    /// `revoker_database_call_duration_seconds{caller="worker"}`.
     func store<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withDeadline(databaseTimeout, body)
+        let started = ContinuousClock.now
+        do {
+            let value = try await withDeadline(databaseTimeout, body)
+            metrics.databaseCall(succeeded: true, duration: ContinuousClock.now - started)
+            return value
+        } catch {
+            metrics.databaseCall(succeeded: false, duration: ContinuousClock.now - started)
+            throw error
+        }
     }
 
     /// A provider call's result and how long it took.

@@ -143,12 +143,12 @@ public struct RevocationWorker: Service {
             }
             for item in claimed {
                 state.started(item.lease)
-                metrics.attemptStarted()
+                metrics.attemptStarted(provider: item.request.provider, clientID: item.request.clientID)
                 metrics.inFlight(state.inFlight)
                 work.addTask {
                     let disposition = await self.pipeline.process(item) { self.state.mustRelease || self.state.livenessLost }
                     self.state.ended(item.lease, disposition, leaseDuration: self.settings.lease)
-                    self.record(disposition)
+                    self.record(disposition, of: item.request)
                     signal.yield()
                 }
             }
@@ -195,12 +195,13 @@ public struct RevocationWorker: Service {
         }
     }
 
-    private func record(_ disposition: Disposition) {
+    private func record(_ disposition: Disposition, of request: RevocationRequest) {
+        let (provider, clientID) = (request.provider, request.clientID)
         switch disposition {
-        case .finished(let outcome): metrics.finished(outcome)
-        case .retryScheduled: metrics.retryScheduled(reason: "transient")
-        case .paused: metrics.retryScheduled(reason: "paused")
-        case .postponed: metrics.retryScheduled(reason: "rate_limit")
+        case .finished(let outcome): metrics.finished(outcome, provider: provider, clientID: clientID)
+        case .retryScheduled: metrics.retryScheduled(reason: "transient", provider: provider, clientID: clientID)
+        case .paused: metrics.retryScheduled(reason: "paused", provider: provider, clientID: clientID)
+        case .postponed: metrics.retryScheduled(reason: "rate_limit", provider: provider, clientID: clientID)
         case .released, .leaseLost, .interrupted: break
         }
         metrics.inFlight(state.inFlight)

@@ -4,7 +4,8 @@ import RevokerStore
 
 /// The worker's metrics, through swift-metrics: the factory is injected so that each server (and
 /// each test) can export its own registry. Every label is bounded: outcomes, endpoints, status
-/// classes; never a message, an id or a client-supplied value.
+/// classes, providers and configured apps (a request names a configured app or is refused at
+/// enqueue); never a message, an id or another client-supplied value.
 public struct WorkerMetrics: Sendable {
     let factory: any MetricsFactory
 
@@ -14,19 +15,38 @@ public struct WorkerMetrics: Sendable {
         self.factory = factory
     }
 
-    /// A request ended with `outcome`.
-    public func finished(_ outcome: RevocationOutcome) {
-        Counter(label: "revoker_requests_finished_total", dimensions: [("outcome", outcome.rawValue)], factory: factory).increment()
+    /// A request of `provider`'s app `clientID` ended with `outcome`. The app is bounded: a
+    /// request names a configured app or is refused at enqueue.
+    public func finished(_ outcome: RevocationOutcome, provider: String, clientID: String) {
+        Counter(
+            label: "revoker_requests_finished_total",
+            dimensions: [("outcome", outcome.rawValue), ("provider", provider), ("client_id", clientID)],
+            factory: factory
+        ).increment()
     }
 
     /// A worker claimed a request: one attempt starts.
-    public func attemptStarted() {
-        Counter(label: "revoker_attempts_total", factory: factory).increment()
+    public func attemptStarted(provider: String, clientID: String) {
+        Counter(label: "revoker_attempts_total", dimensions: [("provider", provider), ("client_id", clientID)], factory: factory).increment()
     }
 
-    /// A request was put back for a later attempt; `reason` is `transient` or `paused`.
-    public func retryScheduled(reason: String) {
-        Counter(label: "revoker_retries_total", dimensions: [("reason", reason)], factory: factory).increment()
+    /// A request was put back for a later attempt; `reason` is `transient`, `paused` or `rate_limit`.
+    public func retryScheduled(reason: String, provider: String, clientID: String) {
+        Counter(
+            label: "revoker_retries_total",
+            dimensions: [("reason", reason), ("provider", provider), ("client_id", clientID)],
+            factory: factory
+        ).increment()
+    }
+
+    /// One database call of the pipeline, `ok` or `error` (a timeout included), and how long it took.
+    public func databaseCall(succeeded: Bool, duration: Duration) {
+        Timer(
+            label: "revoker_database_call_duration_seconds",
+            dimensions: [("caller", "worker"), ("result", succeeded ? "ok" : "error")],
+            preferredDisplayUnit: .seconds,
+            factory: factory
+        ).recordNanoseconds(duration.nanoseconds)
     }
 
     /// One call to a provider, with its HTTP status (nil when none came back). Each provider

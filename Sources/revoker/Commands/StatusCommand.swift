@@ -5,18 +5,21 @@ import RevokerApp
 import RevokerEvidence
 import RevokerProvider
 import RevokerStore
+import RevokerWebhooks
 import RevokerWorker
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract:
-            "Show the queue: requests by state and outcome, the oldest due request, paused apps, unsealed SQL intake and calls per second to providers.",
+            "Show the queue: requests by state and outcome, the oldest due request, live workers, paused apps, webhooks, unsealed SQL intake and calls per second to providers.",
         discussion: """
             Reads PostgreSQL only (DATABASE_URL or "database_url"); Apple is not contacted. A growing oldest due \
             age means the workers are not keeping up or not running; a paused app has a configuration fault \
             (usually invalid_client) and waits for its next probe; unsealed intake counts credentials enqueued \
-            through SQL that a worker has not sealed yet.
+            through SQL that a worker has not sealed yet. Live workers are the worker processes (serve with its \
+            worker, work, drain) holding their liveness lock now; a webhook's waiting time is the age of the \
+            next event it has not received.
 
             Example:
               revoker status
@@ -32,14 +35,18 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
         let logger = CommandLogging.logger(label: "revoker.status", level: options.logLevel)
-        let (statistics, paused, webhooks, observed, audit) = try await withDatabase(configuration, logger: logger) { client in
+        let webhookApps = Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) })
+        let (statistics, paused, webhooks, observed, audit, workers) = try await withDatabase(configuration, logger: logger) { client in
             let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             let checkpoints = AuditCheckpoints(client: client, logger: logger)
+            let deliveries = WebhookDeliveries(client: client, logger: logger)
             do {
                 return (
-                    try await queue.statistics(), try await queue.pausedApps(), try await WebhookDeliveries(client: client, logger: logger).states(),
+                    try await queue.statistics(), try await queue.pausedApps(),
+                    Webhooks(states: try await deliveries.states(), lag: try await deliveries.lag(of: webhookApps)),
                     try await queue.observedCallRates(),
-                    AuditStatus(lastCheckpointAt: try await checkpoints.newest()?.createdAt, open: try await checkpoints.openTransactions())
+                    AuditStatus(lastCheckpointAt: try await checkpoints.newest()?.createdAt, open: try await checkpoints.openTransactions()),
+                    try await queue.liveWorkers()
                 )
             } catch let error as RevokerStoreError {
                 let current = (try? await Migrator(client: client, logger: logger).isCurrent()) ?? true
@@ -50,10 +57,22 @@ struct StatusCommand: AsyncParsableCommand {
         let rates = CallRates(configuration: configuration, observed: observed)
         print(
             json
-                ? Self.json(statistics, paused: paused, webhooks: webhooks, rates: rates, audit: audit)
-                : Self.table(statistics, paused: paused, webhooks: webhooks, rates: rates, audit: audit),
+                ? Self.json(statistics, paused: paused, webhooks: webhooks, rates: rates, audit: audit, liveWorkers: workers)
+                : Self.table(statistics, paused: paused, webhooks: webhooks, rates: rates, audit: audit, liveWorkers: workers),
             terminator: ""
         )
+    }
+
+    /// Each webhook endpoint's state, and how far behind it is (the age in seconds of the next
+    /// event it has not received; only the configured endpoints).
+    struct Webhooks {
+        var states: [DeliveryState] = []
+        var lag: [String: Double] = [:]
+
+        var json: String {
+            let lag = self.lag.sorted { $0.key < $1.key }.map { "\(AuditExport.jsonString($0.key)): \(String(format: "%.3f", $0.value))" }
+            return "\"webhooks\": [\(states.map(\.json).joined(separator: ", "))],\n  \"webhook_lag_seconds\": {\(lag.joined(separator: ", "))}"
+        }
     }
 
     /// The audit trail's checkpoints: when the last was signed, and which transactions keep
@@ -134,9 +153,10 @@ struct StatusCommand: AsyncParsableCommand {
     static func json(
         _ statistics: QueueStatistics,
         paused: [AppPause],
-        webhooks: [DeliveryState] = [],
+        webhooks: Webhooks = .init(),
         rates: CallRates = .init(),
-        audit: AuditStatus = .init()
+        audit: AuditStatus = .init(),
+        liveWorkers: Int? = nil
     ) -> String {
         let byState = RevocationState.all.map { "\(AuditExport.jsonString($0.rawValue)): \(statistics.byState[$0] ?? 0)" }
         let byOutcome = outcomeCounts(statistics).map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
@@ -162,7 +182,8 @@ struct StatusCommand: AsyncParsableCommand {
               "unsealed_intake": \(statistics.unsealedIntake),
               "grants": {\(grants.joined(separator: ", "))},
               "pending_deletions": \(statistics.pendingDeletions),
-              "webhooks": [\(webhooks.map(\.json).joined(separator: ", "))],
+              \(webhooks.json),
+              "live_workers": \(liveWorkers.map(String.init) ?? "null"),
               "call_rates": \(rates.json),
               "audit": \(audit.json)
             }
@@ -173,9 +194,10 @@ struct StatusCommand: AsyncParsableCommand {
     static func table(
         _ statistics: QueueStatistics,
         paused: [AppPause],
-        webhooks: [DeliveryState] = [],
+        webhooks: Webhooks = .init(),
         rates: CallRates = .init(),
-        audit: AuditStatus = .init()
+        audit: AuditStatus = .init(),
+        liveWorkers: Int? = nil
     ) -> String {
         var text = "Requests by state\n"
         for state in RevocationState.all {
@@ -187,6 +209,7 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let age = statistics.oldestDueAge.timeInterval
         text += "Oldest due request: " + (age > 0 ? "waiting \(describe(age))" : "none waiting") + "\n"
+        if let liveWorkers { text += "Live workers: \(liveWorkers)\n" }
         text += "Unsealed SQL intake: \(statistics.unsealedIntake)\n"
         let custody = grantCounts(statistics)
         if custody.isEmpty {
@@ -213,7 +236,7 @@ struct StatusCommand: AsyncParsableCommand {
                 }
             text += aligned(rows)
         }
-        for webhook in webhooks {
+        for webhook in webhooks.states {
             let state =
                 if let parked = webhook.parkedSince {
                     "PARKED since \(AuditExport.timestamp(parked)) (\(webhook.attempts) failures, last \(webhook.lastStatus.map(String.init) ?? "no answer"); retrying)"
@@ -222,7 +245,8 @@ struct StatusCommand: AsyncParsableCommand {
                 } else {
                     "ok"
                 }
-            text += "Webhook \(webhook.endpoint): \(webhook.delivered) delivered, \(state)\n"
+            let behind = webhooks.lag[webhook.endpoint].map { $0 > 0 ? ", next event waiting \(describe($0))" : ", up to date" } ?? ""
+            text += "Webhook \(webhook.endpoint): \(webhook.delivered) delivered, \(state)\(behind)\n"
         }
         if !rates.apps.isEmpty {
             text += "Calls to providers per second (limit for all workers; observed over the last 10 s)\n"
