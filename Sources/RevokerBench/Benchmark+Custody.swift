@@ -85,7 +85,7 @@ extension Benchmark {
                     if !unexpected.isEmpty { problems.append("\(unexpected.count) registrations answered \(Set(unexpected).sorted())") }
                     let answeredLater = registrations.filter { $0.0 == 202 }.count
                     try await waitUntil("no grant is pending", within: .seconds(options.drainTimeoutSeconds)) {
-                        try await count("SELECT count(*)::int FROM revoker.grants WHERE state = 'pending'", running.database) == 0
+                        try await countRows("SELECT count(*)::int FROM revoker.grants WHERE state = 'pending'", running.database) == 0
                     }
                     let failed = try await running.database.query(
                         "\(unescaped: Self.marker) SELECT coalesce(end_reason, '?') FROM revoker.grants WHERE state <> 'held'",
@@ -96,7 +96,7 @@ extension Benchmark {
                     }
 
                     // An account whose every code was lost in a kill holds nothing: its deletion is nothing_held.
-                    let holding = try await count(
+                    let holding = try await countRows(
                         "SELECT count(DISTINCT account_reference)::int FROM revoker.grants WHERE state = 'held'",
                         running.database
                     )
@@ -110,7 +110,7 @@ extension Benchmark {
                         let (status, _, _) = try await api.send(.POST, "/v1/accounts/\(reference)/deletion", [:])
                         if status != 202 && status != 201 { problems.append("a deletion answered \(status)") }
                         try await waitUntil("\(reference)'s deletion is told", within: .seconds(options.drainTimeoutSeconds)) {
-                            try await count(
+                            try await countRows(
                                 "SELECT count(*)::int FROM revoker.events WHERE type = 'account.deletion_completed' AND external_reference = \(reference)",
                                 running.database
                             ) > 0
@@ -126,7 +126,7 @@ extension Benchmark {
                         return status
                     }
                     try await waitUntil("every deletion completed", within: .seconds(options.drainTimeoutSeconds)) {
-                        try await count("SELECT count(*)::int FROM revoker.account_deletions WHERE state = 'pending'", running.database) == 0
+                        try await countRows("SELECT count(*)::int FROM revoker.account_deletions WHERE state = 'pending'", running.database) == 0
                     }
                     let outcomes = try await running.database.query(
                         "\(unescaped: Self.marker) SELECT outcome, count(*)::int FROM revoker.account_deletions GROUP BY 1 ORDER BY 1",
@@ -164,12 +164,6 @@ extension Benchmark {
                 }
             }
         }
-    }
-
-    private func count(_ query: PostgresQuery, _ client: PostgresClient) async throws -> Int {
-        var marked = query
-        marked.sql = Self.marker + " " + marked.sql
-        return try await client.query(marked, logger: logger).collect().first?.decode(Int.self) ?? 0
     }
 
     private func waitUntil(_ what: String, within limit: Duration, _ done: () async throws -> Bool) async throws {

@@ -38,7 +38,7 @@ extension Benchmark {
                     while ContinuousClock.now < deadline {
                         if let orphaned {
                             let open = try await countRows(
-                                "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE id = ANY(\(orphaned)) AND state IN ('pending', 'running')",
+                                "SELECT count(*)::int FROM revoker.revocation_requests WHERE id = ANY(\(orphaned)) AND state IN ('pending', 'running')",
                                 monitor
                             )
                             if open == 0 {
@@ -47,7 +47,7 @@ extension Benchmark {
                                 // the backlog too, however long a loaded machine takes.
                                 while ContinuousClock.now < deadline,
                                     try await countRows(
-                                        "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE state IN ('pending', 'running')",
+                                        "SELECT count(*)::int FROM revoker.revocation_requests WHERE state IN ('pending', 'running')",
                                         monitor
                                     ) > 0
                                 {
@@ -64,7 +64,7 @@ extension Benchmark {
                                 return (orphaned, (finalAt - killedAt).timeInterval, try rescued.first?.decode(Double.self) ?? -1)
                             }
                         } else if case let final = try await countRows(
-                            "\(unescaped: Self.marker) SELECT count(*)::int FROM revoker.revocation_requests WHERE state NOT IN ('pending', 'running')",
+                            "SELECT count(*)::int FROM revoker.revocation_requests WHERE state NOT IN ('pending', 'running')",
                             monitor
                         ), Double(final) >= Double(count) * options.recoveryKillAfterShare {
                             if final == count {
@@ -135,9 +135,5 @@ extension Benchmark {
                 problems: problems
             )
         }
-    }
-
-    private func countRows(_ query: PostgresQuery, _ client: PostgresClient) async throws -> Int {
-        try await client.query(query, logger: logger).collect().first?.decode(Int.self) ?? 0
     }
 }

@@ -177,6 +177,13 @@ public struct Benchmark: Sendable {
         return try await app.withRunning { running in try await body(running.database) }
     }
 
+    /// The one integer `query` answers (0 when none), marked as the benchmark's own SQL.
+    func countRows(_ query: PostgresQuery, _ client: PostgresClient) async throws -> Int {
+        var marked = query
+        marked.sql = Self.marker + " " + marked.sql
+        return try await client.query(marked, logger: logger).collect().first?.decode(Int.self) ?? 0
+    }
+
     /// `revoker work` processes on the stage; stopped (SIGTERM, then SIGKILL) when `body` returns.
     func withWorkers<T: Sendable>(_ count: Int, stage: Stage, _ body: ([RevokerProcess]) async throws -> T) async throws -> T {
         let workers = try (0..<count).map { _ in
