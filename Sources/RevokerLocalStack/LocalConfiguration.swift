@@ -165,7 +165,7 @@ extension LocalAppFiles {
 }
 
 /// Writes a secret readable by its owner only, as `--strict` expects.
-func writeSecret(_ text: String, to path: String) throws {
+public func writeSecret(_ text: String, to path: String) throws {
     guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
         throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
     }

@@ -26,6 +26,17 @@ public struct AuditCheckpoints: Sendable {
     /// extend the last one `signer` knows: it never signs over a rewritten history.
     @discardableResult
     public func take(signer: AuditSigner, logger: Logger? = nil) async throws -> AuditCheckpoint? {
+        try await take(signer: signer, createdAtMicros: nil, logger: logger)
+    }
+
+    /// Takes a checkpoint dated `date` instead of the database's clock: a benchmark's history
+    /// of years (migration 0017), each day's rows signed as of that day.
+    @_spi(History) @discardableResult
+    public func take(signer: AuditSigner, backdatedTo date: Date, logger: Logger? = nil) async throws -> AuditCheckpoint? {
+        try await take(signer: signer, createdAtMicros: Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down)), logger: logger)
+    }
+
+    private func take(signer: AuditSigner, createdAtMicros: Int64?, logger: Logger?) async throws -> AuditCheckpoint? {
         let logger = logger ?? self.logger
         let checkpoint: AuditCheckpoint? = try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
@@ -51,7 +62,7 @@ public struct AuditCheckpoints: Sendable {
                 guard tree.count > 0 else { return nil }
                 let checkpoint = try AuditCheckpoint(
                     seq: (last?.seq ?? 0) + 1,
-                    createdAtMicros: horizon.takenAtMicros,
+                    createdAtMicros: createdAtMicros ?? horizon.takenAtMicros,
                     txidFrom: from,
                     txidTo: to,
                     rowCount: Int64(tree.count),

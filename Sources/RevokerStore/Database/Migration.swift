@@ -82,5 +82,10 @@ public struct Migration: Sendable, Hashable {
             name: "0016_grant_validation",
             sql: String(decoding: PackageResources._016_grant_validation_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 17,
+            name: "0017_audit_history_clock",
+            sql: String(decoding: PackageResources._017_audit_history_clock_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -89,11 +89,41 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write the results as JSON to this file.", valueName: "file"))
     var json: String?
 
+    @Flag(
+        help: """
+            Instead: write years of history into a kept database (resuming one already begun), then measure the trail, the \
+            searches, the drain and prune at that size.
+            """
+    )
+    var history = false
+
+    @Option(name: .customLong("audit-rows"), help: "With --history: audit rows to reach (default 10000000).")
+    var auditRows: Int?
+
+    @Option(help: "With --history: grants held at the end (default 1000000).")
+    var grants: Int?
+
+    @Option(help: "With --history: days of history, ending yesterday (default 730).")
+    var days: Int?
+
+    @Option(name: .customLong("history-database"), help: "With --history: the database it is kept in (default revoker_history).")
+    var historyDatabase: String?
+
+    @Option(
+        name: .customLong("history-keys"),
+        help: ArgumentHelp("With --history: where its sealing and audit keys are kept (default .build/history/<database>).", valueName: "dir")
+    )
+    var historyKeys: String?
+
+    @Flag(name: .customLong("generate-only"), help: "With --history: write the history, measure nothing.")
+    var generateOnly = false
+
     func run() async throws {
         guard let databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"], !databaseURL.isEmpty else {
             throw fail("The benchmark needs DATABASE_URL; `scripts/bench` starts a throw-away PostgreSQL and runs it.")
         }
         let binary = Bundle.main.executablePath ?? CommandLine.arguments[0]
+        if history { return try await runHistory(databaseURL: databaseURL, binary: binary) }
         var options =
             smoke ? BenchmarkOptions.smoke(binary: binary, databaseURL: databaseURL) : BenchmarkOptions(binary: binary, databaseURL: databaseURL)
         if let requests { options.requests = requests }
@@ -143,6 +173,31 @@ struct BenchCommand: AsyncParsableCommand {
         if let json { try report.json().write(to: URL(fileURLWithPath: json)) }
         print(report.table())
         if !report.valid { throw Exit.someFailed }
+    }
+
+    func runHistory(databaseURL: String, binary: String) async throws {
+        let database = historyDatabase ?? "revoker_history"
+        var options = HistoryOptions(serverURL: databaseURL, keysDirectory: historyKeys ?? ".build/history/\(database)")
+        options.database = database
+        if let auditRows {
+            guard (1_000...1_000_000_000).contains(auditRows) else { throw ValidationError("--audit-rows must be between 1000 and 1000000000.") }
+            options.auditRows = auditRows
+        }
+        if let grants {
+            guard (0...100_000_000).contains(grants) else { throw ValidationError("--grants must be between 0 and 100000000.") }
+            options.grants = grants
+        }
+        if let days {
+            guard (1...3650).contains(days) else { throw ValidationError("--days must be between 1 and 3650.") }
+            options.days = days
+        }
+        let progress: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data("bench: \(line)\n".utf8)) }
+        let summary = try await HistoryGenerator(options: options, progress: progress).run()
+        progress(
+            "history: \(summary.days) days, \(summary.auditRows) audit rows, \(summary.revocations) revocations, \(summary.grants) grants held, "
+                + "\(summary.checkpoints) checkpoints; \(summary.daysWrittenNow) days written in \(Int(summary.seconds)) s"
+        )
+        if generateOnly { return }
     }
 
     static func integers(_ text: String, _ option: String) throws -> [Int] {
