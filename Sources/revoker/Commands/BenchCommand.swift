@@ -91,8 +91,8 @@ struct BenchCommand: AsyncParsableCommand {
 
     @Flag(
         help: """
-            Instead: write years of history into a kept database (resuming one already begun), then measure the trail, the \
-            searches, the drain and prune at that size.
+            Instead: write years of history into a kept database, resuming one already begun; `scripts/bench-history` \
+            then measures the trail, the searches, the drain and prune at that size.
             """
     )
     var history = false
@@ -114,9 +114,6 @@ struct BenchCommand: AsyncParsableCommand {
         help: ArgumentHelp("With --history: where its sealing and audit keys are kept (default .build/history/<database>).", valueName: "dir")
     )
     var historyKeys: String?
-
-    @Flag(name: .customLong("generate-only"), help: "With --history: write the history, measure nothing.")
-    var generateOnly = false
 
     func run() async throws {
         guard let databaseURL = ProcessInfo.processInfo.environment["DATABASE_URL"], !databaseURL.isEmpty else {
@@ -197,7 +194,6 @@ struct BenchCommand: AsyncParsableCommand {
             "history: \(summary.days) days, \(summary.auditRows) audit rows, \(summary.revocations) revocations, \(summary.grants) grants held, "
                 + "\(summary.checkpoints) checkpoints; \(summary.daysWrittenNow) days written in \(Int(summary.seconds)) s"
         )
-        if generateOnly { return }
     }
 
     static func integers(_ text: String, _ option: String) throws -> [Int] {
