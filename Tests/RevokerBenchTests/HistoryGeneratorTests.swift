@@ -102,11 +102,19 @@ struct HistoryGeneratorTests {
             #expect(verified.rowsChecked == Int(summary.auditRows))
             #expect(verified.checkpointsChecked == 6)
 
-            // One changed row (a superuser with triggers off) is named.
+            // An auditor's daily run starts at the checkpoint verified before: two days, not six.
+            let stored = try await AuditCheckpoints(client: client, logger: Self.logger).all()
+            let verifier = AuditVerifier(client: client, logger: Self.logger)
+            let daily = try await verifier.verify(keys: [key], witnessed: [stored[3]], afterNewestWitness: true)
+            #expect(daily.intact, "\(daily.text)")
+            #expect(daily.checkpointsChecked == 2)
+            #expect(daily.rowsChecked > 0 && daily.rowsChecked < verified.rowsChecked / 2, "\(daily.rowsChecked)")
+
+            // One changed row of the last day (a superuser with triggers off) is named by both.
             try await client.withConnection { connection in
                 _ = try await connection.query("SET session_replication_role = replica", logger: Self.logger).collect()
                 _ = try await connection.query(
-                    "UPDATE revoker.audit_events SET detail = 'outcome=revoked' WHERE id = (SELECT id FROM revoker.audit_events WHERE event = 'failed' LIMIT 1)",
+                    "UPDATE revoker.audit_events SET detail = 'outcome=revoked' WHERE id = (SELECT max(id) FROM revoker.audit_events WHERE event = 'failed')",
                     logger: Self.logger
                 ).collect()
                 _ = try await connection.query("SET session_replication_role = origin", logger: Self.logger).collect()
@@ -114,6 +122,8 @@ struct HistoryGeneratorTests {
             let tampered = try await AuditVerifier(client: client, logger: Self.logger).verify(keys: [key])
             #expect(!tampered.intact)
             #expect(tampered.problems.contains { $0.kind == .changed })
+            let dailyTampered = try await verifier.verify(keys: [key], witnessed: [stored[3]], afterNewestWitness: true)
+            #expect(dailyTampered.problems.contains { $0.kind == .changed }, "\(dailyTampered.text)")
         }
     }
 

@@ -201,6 +201,34 @@ public struct AuditCheckpoints: Sendable {
         }
     }
 
+    /// The checkpoints from the last one starting at or before the lowest of `txids` on, as far
+    /// as covering every one of them takes (or to the newest): what a receipt needs, rather than
+    /// every checkpoint of years.
+    public func covering(_ txids: [UInt64], logger: Logger? = nil) async throws -> [AuditCheckpoint] {
+        let logger = logger ?? self.logger
+        guard let lowest = txids.min() else { return [] }
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                let first = try await Self.read(
+                    "WHERE txid_from <= '\(lowest)'::xid8 ORDER BY txid_from DESC LIMIT 1",
+                    on: connection,
+                    logger: logger
+                ).first
+                let page = 64
+                var found: [AuditCheckpoint] = []
+                var next = first?.seq ?? 1
+                while true {
+                    let more = try await Self.read("WHERE seq >= \(next) ORDER BY seq LIMIT \(page)", on: connection, logger: logger)
+                    found += more
+                    guard more.count == page, let last = more.last,
+                        txids.contains(where: { AuditVerifier.slice(of: $0, in: found) == nil })
+                    else { return found }
+                    next = last.seq + 1
+                }
+            }
+        }
+    }
+
     /// Every stored checkpoint, in order.
     public func all(logger: Logger? = nil) async throws -> [AuditCheckpoint] {
         let logger = logger ?? self.logger

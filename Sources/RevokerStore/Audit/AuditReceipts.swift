@@ -27,7 +27,8 @@ public struct AuditReceipts: Sendable {
         guard !rows.isEmpty else { return nil }
         let chainRows = try rows.map(AuditVerifier.decodeRow)
         let checkpoints = AuditCheckpoints(client: client, logger: logger)
-        var covering = try await checkpoints.all()
+        let txids = chainRows.map(\.row.txid)
+        var covering = try await checkpoints.covering(txids)
         let deadline = ContinuousClock.now + wait
         while chainRows.contains(where: { AuditVerifier.slice(of: $0.row.txid, in: covering) == nil }) {
             guard ContinuousClock.now < deadline else {
@@ -37,7 +38,7 @@ public struct AuditReceipts: Sendable {
                 )
             }
             if try await checkpoints.take(signer: signer) == nil { try await Task.sleep(for: .milliseconds(200)) }
-            covering = try await checkpoints.all()
+            covering = try await checkpoints.covering(txids)
         }
         // Each checkpoint's rows (id, hash) in id order, fetched and checked once.
         var slices: [Int: [(Int64, [UInt8])]] = [:]

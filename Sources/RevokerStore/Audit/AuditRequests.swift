@@ -105,34 +105,48 @@ public struct AuditRequests: Sendable {
         let cursor = try search.cursor.map(AuditLog.decodeCursor)
         let outcome = search.outcome == AuditRequestSearch.inProgress ? nil : search.outcome
         let onlyInProgress = search.outcome == AuditRequestSearch.inProgress
-        let sql: PostgresQuery = """
-            SELECT e.request_id, e.id, \(unescaped: SQLTime.micros("e.occurred_at")), e.actor, e.client_id,
-                   e.external_reference,
-                   coalesce((SELECT u.apple_user_id FROM revoker.audit_events u
-                             WHERE u.request_id = e.request_id AND u.apple_user_id IS NOT NULL
-                             ORDER BY u.occurred_at DESC, u.id DESC LIMIT 1), e.apple_user_id),
-                   \(unescaped: Self.outcomeSQL), \(unescaped: SQLTime.micros("f.occurred_at"))
-            FROM revoker.audit_events e
-            LEFT JOIN LATERAL (
-                SELECT x.event, x.detail, x.occurred_at FROM revoker.audit_events x
-                WHERE x.request_id = e.request_id AND x.event IN ('succeeded', 'failed', 'cancelled')
-                ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1
-            ) f ON true
-            WHERE e.event = 'enqueued' AND e.request_id IS NOT NULL
-              AND (\(search.externalReference)::text IS NULL OR e.external_reference = \(search.externalReference)::text)
-              AND (\(search.clientID)::text IS NULL OR e.client_id = \(search.clientID)::text)
-              AND (\(search.clientIDs)::text[] IS NULL OR e.client_id = ANY(\(search.clientIDs)::text[]))
-              AND (\(search.userID)::text IS NULL OR e.request_id IN (
-                    SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(search.userID)::text))
-              AND (\(search.from)::timestamptz IS NULL OR e.occurred_at >= \(search.from)::timestamptz)
-              AND (\(search.to)::timestamptz IS NULL OR e.occurred_at < \(search.to)::timestamptz)
-              AND (\(cursor?.0)::bigint IS NULL OR (e.occurred_at, e.id)
-                    < (timestamptz 'epoch' + \(cursor?.0)::bigint * interval '1 microsecond', \(cursor?.1)::bigint))
-              AND (\(outcome)::text IS NULL OR \(unescaped: Self.outcomeSQL) = \(outcome)::text)
-              AND (NOT \(onlyInProgress) OR f.event IS NULL)
-            ORDER BY e.occurred_at DESC, e.id DESC
-            LIMIT \(search.limit + 1)
-            """
+        // Only the filters given are written: a filter OR'd with "no filter" keeps the planner from
+        // starting at the user's few rows, and it scanned the whole trail newest first instead.
+        var binds = PostgresBindings()
+        func bind(_ value: some PostgresEncodable) throws -> String {
+            try binds.append(value)
+            return "$\(binds.count)"
+        }
+        var conditions = ["e.event = 'enqueued'", "e.request_id IS NOT NULL"]
+        if let value = search.externalReference { try conditions.append("e.external_reference = \(bind(value))") }
+        if let value = search.clientID { try conditions.append("e.client_id = \(bind(value))") }
+        if let value = search.clientIDs { try conditions.append("e.client_id = ANY(\(bind(value))::text[])") }
+        if let value = search.userID {
+            try conditions.append("e.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(bind(value)))")
+        }
+        if let value = search.from { try conditions.append("e.occurred_at >= \(bind(value))") }
+        if let value = search.to { try conditions.append("e.occurred_at < \(bind(value))") }
+        if let (micros, id) = cursor {
+            try conditions.append("(e.occurred_at, e.id) < (timestamptz 'epoch' + \(bind(micros)) * interval '1 microsecond', \(bind(id)))")
+        }
+        if let outcome { try conditions.append("\(Self.outcomeSQL) = \(bind(outcome))") }
+        if onlyInProgress { conditions.append("f.event IS NULL") }
+        let limit = try bind(search.limit + 1)
+        let sql = PostgresQuery(
+            unsafeSQL: """
+                SELECT e.request_id, e.id, \(SQLTime.micros("e.occurred_at")), e.actor, e.client_id,
+                       e.external_reference,
+                       coalesce((SELECT u.apple_user_id FROM revoker.audit_events u
+                                 WHERE u.request_id = e.request_id AND u.apple_user_id IS NOT NULL
+                                 ORDER BY u.occurred_at DESC, u.id DESC LIMIT 1), e.apple_user_id),
+                       \(Self.outcomeSQL), \(SQLTime.micros("f.occurred_at"))
+                FROM revoker.audit_events e
+                LEFT JOIN LATERAL (
+                    SELECT x.event, x.detail, x.occurred_at FROM revoker.audit_events x
+                    WHERE x.request_id = e.request_id AND x.event IN ('succeeded', 'failed', 'cancelled')
+                    ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1
+                ) f ON true
+                WHERE \(conditions.joined(separator: "\n  AND "))
+                ORDER BY e.occurred_at DESC, e.id DESC
+                LIMIT \(limit)
+                """,
+            binds: binds
+        )
         let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(sql, logger: logger).collect()
         }

@@ -22,11 +22,16 @@ public struct AuditVerifier: Sendable {
     /// Verifies rows that occurred at or after `since` (all by default) of `clientID` (all apps
     /// by default), and every checkpoint taken since then, against `keys`; and that every
     /// checkpoint in `witnessed` (kept outside the database) is still there, unchanged.
+    ///
+    /// With `afterNewestWitness`, what an earlier run verified is not read again: the checks start
+    /// at the newest checkpoint of `witnessed` (when the database still holds it unchanged) and
+    /// cover the checkpoints after it and the rows since it, an auditor's daily run.
     public func verify(
         since: Date? = nil,
         clientID: String? = nil,
         keys: [AuditPublicKey],
         witnessed: [AuditCheckpoint] = [],
+        afterNewestWitness: Bool = false,
         logger: Logger? = nil
     ) async throws -> AuditVerification {
         let logger = logger ?? self.logger
@@ -34,19 +39,28 @@ public struct AuditVerifier: Sendable {
             var problems: [AuditProblem] = []
             let genesis = try await self.genesis()
             let checkpoints = try await AuditCheckpoints(client: self.client, logger: logger).all()
-            problems += Self.checkLinks(checkpoints, keys: keys)
             // A witness's checkpoint signed by a key not given proves nothing either way.
             let (signed, unsigned) = (witnessed.filter { $0.isSigned(byOneOf: keys) }, witnessed.filter { !$0.isSigned(byOneOf: keys) })
+            let start =
+                afterNewestWitness
+                ? signed.max { $0.seq < $1.seq }.flatMap { newest in checkpoints.first { $0.seq == newest.seq && $0.hash == newest.hash } }
+                : nil
+            problems += Self.checkLinks(checkpoints, keys: keys, from: start)
             problems += unsigned.map {
                 AuditProblem(.unknownKey, "the witness's checkpoint \($0.seq) is not signed by a key given: it is not verifiable", checkpoint: $0.seq)
             }
             problems += AuditWitness.problems(checkpoints, witnessed: signed, keys: keys, complete: true).map {
                 AuditProblem(.witnessMismatch, $0)
             }
+            // Rows of transactions still open when the start was taken may be dated a little before it.
+            let since = [since, start.map { Date(timeIntervalSince1970: Double($0.createdAtMicros - Self.backdatingGrace) / 1_000_000) }]
+                .compactMap { $0 }.max()
             let (rows, chains) = try await self.checkChains(since: since, clientID: clientID, problems: &problems)
-            try await self.checkHeads(clientID: clientID, last: checkpoints.last, problems: &problems)
+            try await self.checkHeads(clientID: clientID, since: since, last: checkpoints.last, problems: &problems)
             let sinceMicros = since.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down)) }
-            let covered = checkpoints.filter { sinceMicros == nil || $0.createdAtMicros >= sinceMicros! }
+            let covered = checkpoints.filter {
+                (sinceMicros == nil || $0.createdAtMicros >= sinceMicros!) && (start == nil || $0.seq > start!.seq)
+            }
             let pending = try await self.checkSlices(
                 covered,
                 last: checkpoints.last,
@@ -88,11 +102,12 @@ public struct AuditVerifier: Sendable {
         return row.map { AuditVerification.Genesis(migratedAt: $0.0, rowsBroughtIn: $0.1) }
     }
 
-    /// Signatures, hashes and the links between consecutive checkpoints.
-    static func checkLinks(_ checkpoints: [AuditCheckpoint], keys: [AuditPublicKey]) -> [AuditProblem] {
+    /// Signatures, hashes and the links between consecutive checkpoints; from `start` on when
+    /// given (verified before, and matched against its witness).
+    static func checkLinks(_ checkpoints: [AuditCheckpoint], keys: [AuditPublicKey], from start: AuditCheckpoint? = nil) -> [AuditProblem] {
         var problems: [AuditProblem] = []
-        var previous: AuditCheckpoint?
-        for checkpoint in checkpoints {
+        var previous = start
+        for checkpoint in checkpoints where start == nil || checkpoint.seq > start!.seq {
             let seq = checkpoint.seq
             if !keys.contains(where: { $0.keyID == checkpoint.keyID }) {
                 problems.append(
@@ -193,18 +208,23 @@ public struct AuditVerifier: Sendable {
     /// Each chain against the head its last checkpoint recorded (migration 0007; before it, the
     /// trigger kept the heads): finds rows removed from a chain's end, whole chains removed,
     /// the head's row rewritten, and rows under a checkpoint beyond their chain's head.
-    private func checkHeads(clientID: String?, last: AuditCheckpoint?, problems: inout [AuditProblem]) async throws {
+    ///
+    /// From `since` on, only the chains with rows since then: a chain removed whole before then is
+    /// found by the checkpoints' slices.
+    private func checkHeads(clientID: String?, since: Date?, last: AuditCheckpoint?, problems: inout [AuditProblem]) async throws {
         let covered = String(last?.txidTo ?? 0)
         let open = (last?.openTxids ?? []).map(String.init)
         let sql: PostgresQuery = """
             WITH last AS (
                 SELECT DISTINCT ON (chain_key) chain_key, chain_seq
                 FROM revoker.audit_events
-                WHERE \(clientID)::text IS NULL OR client_id = \(clientID)::text
+                WHERE (\(clientID)::text IS NULL OR client_id = \(clientID)::text)
+                  AND (\(since)::timestamptz IS NULL OR chain_key IN (
+                        SELECT chain_key FROM revoker.audit_events WHERE occurred_at >= \(since)::timestamptz))
                 ORDER BY chain_key, chain_seq DESC
             ), heads AS (
                 SELECT * FROM revoker.audit_chains
-                WHERE \(clientID)::text IS NULL OR chain_key IN (SELECT chain_key FROM last)
+                WHERE (\(clientID)::text IS NULL AND \(since)::timestamptz IS NULL) OR chain_key IN (SELECT chain_key FROM last)
             ), joined AS (
                 SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found
                 FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key

@@ -87,5 +87,6 @@ public struct Migration: Sendable, Hashable {
             name: "0017_audit_history_clock",
             sql: String(decoding: PackageResources._017_audit_history_clock_sql, as: UTF8.self)
         ),
+        Migration(version: 18, name: "0018_years_of_data", sql: String(decoding: PackageResources._018_years_of_data_sql, as: UTF8.self)),
     ]
 }

@@ -158,21 +158,33 @@ extension RevocationQueue {
 
     /// Deletes final requests that finished before `finishedBefore` (retention). Audit rows
     /// are never deleted. Returns the number of requests deleted.
+    ///
+    /// A batch of `batchSize` per transaction, oldest first: a year of requests is never one
+    /// transaction holding a million row locks and the WAL behind it while workers drain.
     @discardableResult
-    public func prune(finishedBefore: Date, logger: Logger? = nil) async throws -> Int {
+    public func prune(finishedBefore: Date, batchSize: Int = 5_000, logger: Logger? = nil) async throws -> Int {
         let logger = logger ?? self.logger
-        let rows = try await StoreDatabase.run(logger) {
-            try await self.client.query(
-                """
-                WITH deleted AS (
-                    DELETE FROM revoker.revocation_requests
-                    WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < \(finishedBefore)
-                    RETURNING 1
-                ) SELECT count(*)::int FROM deleted
-                """,
-                logger: logger
-            ).collect()
+        var pruned = 0
+        while true {
+            let rows = try await StoreDatabase.run(logger) {
+                try await self.client.query(
+                    """
+                    WITH doomed AS (
+                        SELECT id FROM revoker.revocation_requests
+                        WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < \(finishedBefore)
+                        ORDER BY finished_at
+                        LIMIT \(batchSize)
+                    ), deleted AS (
+                        DELETE FROM revoker.revocation_requests r USING doomed d WHERE r.id = d.id
+                        RETURNING 1
+                    ) SELECT count(*)::int FROM deleted
+                    """,
+                    logger: logger
+                ).collect()
+            }
+            let deleted = try rows.first?.decode(Int.self) ?? 0
+            pruned += deleted
+            if deleted < batchSize { return pruned }
         }
-        return try rows.first?.decode(Int.self) ?? 0
     }
 }

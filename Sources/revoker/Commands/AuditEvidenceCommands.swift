@@ -20,7 +20,9 @@ struct AuditVerifyCommand: AsyncParsableCommand {
             --witness names checkpoints kept outside the database (the service's "audit.witness_path", the \
             audit.checkpoint events an app backend received, earlier `revoker audit checkpoint --json` output): \
             each must still be in the database, unchanged, so removing the newest checkpoints with the rows \
-            after them, or rewriting the history and signing it again, is found.
+            after them, or rewriting the history and signing it again, is found. With --after-witness the run \
+            starts at the newest of them (verified by an earlier run) and reads only the checkpoints after it and \
+            the rows since: a daily run does not re-read years.
 
             Exit status: 0 intact, 1 tampered, 2 could not run (or checkpoints signed by keys not given: not verifiable).
 
@@ -29,6 +31,7 @@ struct AuditVerifyCommand: AsyncParsableCommand {
               revoker audit verify --since 2026-01-01 --client-id com.example.app
               revoker audit verify --public-key audit-public-key.pem --witness checkpoints.jsonl --json
               revoker audit verify --public-key audit-public-key.pem --witness kept/ --keep-witness kept/
+              revoker audit verify --public-key audit-public-key.pem --witness kept/ --keep-witness kept/ --after-witness
             """
     )
 
@@ -58,12 +61,21 @@ struct AuditVerifyCommand: AsyncParsableCommand {
     )
     var keepWitness: String?
 
+    @Flag(
+        name: .customLong("after-witness"),
+        help: "Verify only what follows the newest checkpoint of --witness, which an earlier run verified: an auditor's daily run."
+    )
+    var afterWitness = false
+
     @Flag(help: "Print the result as JSON.")
     var json = false
 
     func validate() throws {
         if let since, AuditEventsCommand.parseTime(since) == nil {
             throw ValidationError("--since must be ISO 8601, e.g. 2026-01-31T12:00:00Z or 2026-01-31.")
+        }
+        if afterWitness && witnesses.isEmpty {
+            throw ValidationError("--after-witness needs --witness: the checkpoints an earlier run verified.")
         }
     }
 
@@ -76,7 +88,13 @@ struct AuditVerifyCommand: AsyncParsableCommand {
         // The first run of a routine keeps into the witness it will read from then on.
         let witnessed = try readWitnesses(witnesses.filter { $0 != keepWitness || FileManager.default.fileExists(atPath: $0) })
         let result = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { [keys] client in
-            try await AuditVerifier(client: client, logger: logger).verify(since: since, clientID: clientID, keys: keys, witnessed: witnessed)
+            try await AuditVerifier(client: client, logger: logger).verify(
+                since: since,
+                clientID: clientID,
+                keys: keys,
+                witnessed: witnessed,
+                afterNewestWitness: afterWitness
+            )
         }
         print(json ? try result.json() : result.text, terminator: json ? "\n" : "")
         if let keepWitness, result.intact, let newest = result.lastCheckpoint, !witnessed.contains(newest) {
