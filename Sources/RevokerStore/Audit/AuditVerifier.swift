@@ -214,36 +214,60 @@ public struct AuditVerifier: Sendable {
     private func checkHeads(clientID: String?, since: Date?, last: AuditCheckpoint?, problems: inout [AuditProblem]) async throws {
         let covered = String(last?.txidTo ?? 0)
         let open = (last?.openTxids ?? []).map(String.init)
-        let sql: PostgresQuery = """
-            WITH last AS (
-                SELECT DISTINCT ON (chain_key) chain_key, chain_seq
-                FROM revoker.audit_events
-                WHERE (\(clientID)::text IS NULL OR client_id = \(clientID)::text)
-                  AND (\(since)::timestamptz IS NULL OR chain_key IN (
-                        SELECT chain_key FROM revoker.audit_events WHERE occurred_at >= \(since)::timestamptz))
-                ORDER BY chain_key, chain_seq DESC
-            ), heads AS (
-                SELECT * FROM revoker.audit_chains
-                WHERE (\(clientID)::text IS NULL AND \(since)::timestamptz IS NULL) OR chain_key IN (SELECT chain_key FROM last)
-            ), joined AS (
-                SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found
-                FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
-            )
-            SELECT j.chain, j.last_seq, j.last_seq_found, at_head.id, at_head.hash = j.last_hash, beyond.id
-            FROM joined j
-            LEFT JOIN revoker.audit_events at_head ON at_head.chain_key = j.chain AND at_head.chain_seq = j.last_seq
-            LEFT JOIN LATERAL (
-                SELECT min(e.id) AS id FROM revoker.audit_events e
-                WHERE e.chain_key = j.chain AND e.chain_seq > coalesce(j.last_seq, 0) AND e.txid < \(covered)::xid8
-                  AND e.txid <> ALL(\(open)::text[]::xid8[])
-            ) beyond ON true
-            WHERE j.last_seq_found IS NULL OR j.last_seq > j.last_seq_found
-               OR (j.last_seq IS NOT NULL AND at_head.hash IS DISTINCT FROM j.last_hash) OR beyond.id IS NOT NULL
-            ORDER BY 1
-            """
-        let rows = try await client.query(sql, logger: logger)
-        let decoded = rows.decode((String, Int64?, Int64?, Int64?, Bool?, Int64?).self)
-        for try await (chain, headSeq, lastSeq, headRow, sameHash, beyond) in decoded {
+        // Only the filters given are written: a subquery OR'd with "no filter" is not planned as a
+        // join, and every row of the trail was tested against it.
+        var binds = PostgresBindings()
+        var scope: [String] = []
+        if let clientID {
+            binds.append(clientID)
+            scope.append("client_id = $\(binds.count)")
+        }
+        if let since {
+            binds.append(since)
+            scope.append("chain_key IN (SELECT chain_key FROM revoker.audit_events WHERE occurred_at >= $\(binds.count))")
+        }
+        binds.append(covered)
+        let coveredBind = "$\(binds.count)"
+        binds.append(open)
+        let openBind = "$\(binds.count)"
+        let sql = PostgresQuery(
+            unsafeSQL: """
+                WITH last AS (
+                    SELECT DISTINCT ON (chain_key) chain_key, chain_seq
+                    FROM revoker.audit_events
+                    \(scope.isEmpty ? "" : "WHERE " + scope.joined(separator: " AND "))
+                    ORDER BY chain_key, chain_seq DESC
+                ), heads AS (
+                    SELECT * FROM revoker.audit_chains
+                    \(scope.isEmpty ? "" : "WHERE chain_key IN (SELECT chain_key FROM last)")
+                ), joined AS (
+                    SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found
+                    FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
+                )
+                SELECT j.chain, j.last_seq, j.last_seq_found, at_head.id, at_head.hash = j.last_hash, beyond.id
+                FROM joined j
+                LEFT JOIN LATERAL (
+                    -- LIMIT keeps it a lookup per chain: joined, the whole trail was hashed for a few chains.
+                    SELECT a.id, a.hash FROM revoker.audit_events a WHERE a.chain_key = j.chain AND a.chain_seq = j.last_seq LIMIT 1
+                ) at_head ON true
+                LEFT JOIN LATERAL (
+                    SELECT min(e.id) AS id FROM revoker.audit_events e
+                    WHERE e.chain_key = j.chain AND e.chain_seq > coalesce(j.last_seq, 0) AND e.txid < \(coveredBind)::xid8
+                      AND e.txid <> ALL(\(openBind)::text[]::xid8[])
+                ) beyond ON true
+                WHERE j.last_seq_found IS NULL OR j.last_seq > j.last_seq_found
+                   OR (j.last_seq IS NOT NULL AND at_head.hash IS DISTINCT FROM j.last_hash) OR beyond.id IS NOT NULL
+                ORDER BY 1
+                """,
+            binds: binds
+        )
+        // Compiling it (JIT, for the planner's guess of the chains in scope) took longer than running it.
+        let found = try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SET LOCAL jit = off", logger: logger)
+            return try await connection.query(sql, logger: logger).collect()
+        }
+        for row in found {
+            let (chain, headSeq, lastSeq, headRow, sameHash, beyond) = try row.decode((String, Int64?, Int64?, Int64?, Bool?, Int64?).self)
             switch (headSeq, lastSeq) {
             case (let head?, nil):
                 problems.append(AuditProblem(.removed, "chain \(chain): all \(head) rows its head records are missing", chain: chain))
