@@ -292,6 +292,26 @@ struct CompliancePagesTests {
         }
     }
 
+    /// The export streams page after page: every request the search finds, past the 10,000 it
+    /// once stopped at without saying so.
+    @Test func theExportHoldsEveryRequestFoundOverManyPages() async throws {
+        try await Self.withPages { harness, browser in
+            _ = try await harness.stack.database.client.query(
+                """
+                SELECT revoker.enqueue_revocation('com.example.notes', 'export-' || g, 'refresh_token', 'rt-export-' || g)
+                FROM generate_series(1, 2345) AS g
+                """
+            ).collect()
+            let session = try #require(try await browser.signIn(harness.keys.admin))
+            let csv = try await browser.get("/ui/search.csv?client_id=com.example.notes", cookies: ["revoker_session": session])
+            #expect(csv.status == 200)
+            let lines = csv.text.split(separator: "\r\n")
+            #expect(lines.count == 1 + 2345, "\(lines.count)")
+            #expect(lines.first?.hasPrefix("request_id,requested_at") == true)
+            #expect(Set(lines.dropFirst().map { $0.split(separator: ",")[4] }).count == 2345)
+        }
+    }
+
     @Test func aKeyLimitedToOneAppSeesThatAppOnly() async throws {
         try await Self.withPages { harness, browser in
             for clientID in ["com.example.photos", "com.example.notes"] {

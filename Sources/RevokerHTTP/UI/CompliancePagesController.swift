@@ -224,17 +224,19 @@ struct CompliancePagesController {
         return UIPage.html(try UITemplates.shared.get().render(view, page: "ui-search"))
     }
 
-    /// Every request the search finds (up to ``UISearchForm/exportLimit``) as CSV.
+    /// Every request the search finds as CSV, streamed a page at a time: a month of years of
+    /// history is sent in constant memory. The first page is read before the answer starts, so
+    /// a refused search or a database that cannot answer still gets its status; a failure later
+    /// cuts the transfer short, which the client sees as an incomplete download.
     func searchExport(_ request: Request, context: APIRequestContext, _ visitor: UIVisitor) async throws -> Response {
         let form = try UISearchForm(request, context: context)
         var search = try form.search(for: visitor.caller, limit: 1000)
         search.cursor = nil
         let requests = AuditRequests(client: database, logger: logger)
+        let first = try await store { [search] in try await requests.search(search) }
         let columns = ["request_id", "requested_at", "requested_by", "client_id", "external_reference", "apple_user_id", "outcome", "finished_at"]
-        var text = columns.joined(separator: ",") + "\r\n"
-        var exported = 0
-        repeat {
-            let page = try await store { [search] in try await requests.search(search) }
+        @Sendable func csv(_ page: AuditRequestPage) -> ByteBuffer {
+            var text = ""
             for found in page.requests {
                 let values = [
                     found.requestID.uuidString.lowercased(), AuditExport.timestamp(found.requestedAt), found.requestedBy,
@@ -243,11 +245,28 @@ struct CompliancePagesController {
                 ]
                 text += values.map(AuditExport.csvField).joined(separator: ",") + "\r\n"
             }
-            exported += page.requests.count
-            search.cursor = page.nextCursor
-        } while search.cursor != nil && exported < UISearchForm.exportLimit
+            return ByteBuffer(string: text)
+        }
         let stamp = AuditExport.timestamp(Date()).prefix(19).replacingOccurrences(of: ":", with: "")
-        return UIPage.download(text, type: "text/csv; charset=utf-8", filename: "revocations-\(stamp).csv")
+        let body = ResponseBody { [search] writer in
+            var search = search
+            try await writer.write(ByteBuffer(string: columns.joined(separator: ",") + "\r\n"))
+            var page = first
+            while true {
+                try await writer.write(csv(page))
+                guard let next = page.nextCursor else { break }
+                search.cursor = next
+                page = try await requests.search(search)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/csv; charset=utf-8", .contentDisposition: "attachment; filename=\"revocations-\(stamp).csv\"",
+            ],
+            body: body
+        )
     }
 
     /// A request's events, oldest first (at most ``UIRequestView`` shows; the CSV has all).

@@ -152,9 +152,6 @@ struct UISearchForm: Sendable {
     var toText: String?
     var cursor: String?
 
-    /// At most this many requests in one CSV export.
-    static let exportLimit = 10_000
-
     static let outcomes = RevocationOutcome.all.map(\.rawValue) + [AuditRequestSearch.inProgress]
 
     private struct Query: Decodable {
