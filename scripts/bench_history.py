@@ -17,6 +17,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -412,24 +413,28 @@ def measure_drains(stack):
 def main():
     work = tempfile.mkdtemp(prefix="bench-history-")
     os.chmod(work, 0o700)
-    stack = Stack(work)
     try:
-        if "size" in PARTS:
-            measure_size()
-        if "verify" in PARTS:
-            measure_verify(stack)
-        if "reads" in PARTS:
-            serve = stack.serve(DATABASE)
-            try:
-                page = measure_reads(stack)
-                measure_export(stack, page, serve)
-            finally:
-                stack.stop(serve)
-        if "drains" in PARTS:
-            measure_drains(stack)
+        stack = Stack(work)
+        try:
+            if "size" in PARTS:
+                measure_size()
+            if "verify" in PARTS:
+                measure_verify(stack)
+            if "reads" in PARTS:
+                serve = stack.serve(DATABASE)
+                try:
+                    page = measure_reads(stack)
+                    measure_export(stack, page, serve)
+                finally:
+                    stack.stop(serve)
+            if "drains" in PARTS:
+                measure_drains(stack)
+        finally:
+            stack.sandbox.terminate()
+            stack.sandbox.wait()
     finally:
-        stack.sandbox.terminate()
-        stack.sandbox.wait()
+        # The app's key and the API key's entry go with the run.
+        shutil.rmtree(work, ignore_errors=True)
     if JSON_OUT:
         with open(JSON_OUT, "w") as f:
             json.dump(figures, f, indent=2, sort_keys=True)
