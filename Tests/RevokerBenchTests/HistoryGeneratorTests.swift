@@ -102,6 +102,18 @@ struct HistoryGeneratorTests {
             #expect(verified.rowsChecked == Int(summary.auditRows))
             #expect(verified.checkpointsChecked == 6)
 
+            // The counts status reads (kept by triggers, also for the generator's replica-mode writes)
+            // are the tables' own, and stay so through prune and a fold.
+            let queue = RevocationQueue(client: client, sealer: sealer, logger: Self.logger)
+            try await Self.expectKeptCountsMatchTheTables(queue, client)
+            let cutoff = try #require(Calendar(identifier: .gregorian).date(byAdding: .day, value: -3, to: Date()))
+            #expect(try await queue.prune(finishedBefore: cutoff, batchSize: 100) > 100)
+            try await Self.expectKeptCountsMatchTheTables(queue, client)
+            _ = try await client.query("SELECT revoker.compact_counts()", logger: Self.logger).collect()
+            let folded = try await client.query("SELECT count(*)::int FROM revoker.request_counts", logger: Self.logger).collect()
+            #expect(try folded.first?.decode(Int.self) ?? .max <= 4 * 9)
+            try await Self.expectKeptCountsMatchTheTables(queue, client)
+
             // An auditor's daily run starts at the checkpoint verified before: two days, not six.
             let stored = try await AuditCheckpoints(client: client, logger: Self.logger).all()
             let verifier = AuditVerifier(client: client, logger: Self.logger)
@@ -125,6 +137,30 @@ struct HistoryGeneratorTests {
             let dailyTampered = try await verifier.verify(keys: [key], witnessed: [stored[3]], afterNewestWitness: true)
             #expect(dailyTampered.problems.contains { $0.kind == .changed }, "\(dailyTampered.text)")
         }
+    }
+
+    static func expectKeptCountsMatchTheTables(_ queue: RevocationQueue, _ client: PostgresClient) async throws {
+        let statistics = try await queue.statistics()
+        let requests = try await client.query(
+            "SELECT state, outcome, count(*)::int FROM revoker.revocation_requests GROUP BY 1, 2",
+            logger: Self.logger
+        ).collect()
+        var byOutcome: [QueueStatistics.Outcome: Int] = [:]
+        for row in requests {
+            let (state, outcome, count) = try row.decode((String, String?, Int).self)
+            if let state = RevocationState(rawValue: state), let outcome = outcome.flatMap(RevocationOutcome.init(rawValue:)) {
+                byOutcome[QueueStatistics.Outcome(state: state, outcome: outcome)] = count
+            }
+        }
+        #expect(statistics.byOutcome == byOutcome)
+        let grants = try await client.query("SELECT provider, state, count(*)::int FROM revoker.grants GROUP BY 1, 2", logger: Self.logger)
+            .collect()
+        var byGrant: [QueueStatistics.GrantCount: Int] = [:]
+        for row in grants {
+            let (provider, state, count) = try row.decode((String, String, Int).self)
+            if let state = GrantState(rawValue: state) { byGrant[QueueStatistics.GrantCount(provider: provider, state: state)] = count }
+        }
+        #expect(statistics.grants == byGrant)
     }
 
     @Test func aRunAskingForAnotherPlanIsRefusedAndWritesNothing() async throws {

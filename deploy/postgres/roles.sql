@@ -87,6 +87,9 @@ GRANT EXECUTE ON FUNCTION revoker.complete_deletion(uuid) TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.request_account_deletion(text, text[]) TO revoker_worker;
 -- Migration 0016: the service schedules the periodic validation of held grants.
 GRANT EXECUTE ON FUNCTION revoker.schedule_grant_validations(interval, integer, text) TO revoker_worker;
+-- Migration 0019: status reads the counts triggers keep, and folds their deltas now and then.
+GRANT SELECT ON revoker.request_counts, revoker.grant_counts TO revoker_worker;
+GRANT EXECUTE ON FUNCTION revoker.compact_counts() TO revoker_worker;
 
 -- Enqueuer: the function (SECURITY DEFINER) does the writing.
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_enqueuer;

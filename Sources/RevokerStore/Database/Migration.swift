@@ -88,5 +88,6 @@ public struct Migration: Sendable, Hashable {
             sql: String(decoding: PackageResources._017_audit_history_clock_sql, as: UTF8.self)
         ),
         Migration(version: 18, name: "0018_years_of_data", sql: String(decoding: PackageResources._018_years_of_data_sql, as: UTF8.self)),
+        Migration(version: 19, name: "0019_kept_counts", sql: String(decoding: PackageResources._019_kept_counts_sql, as: UTF8.self)),
     ]
 }

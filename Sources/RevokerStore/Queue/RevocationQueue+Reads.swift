@@ -4,18 +4,27 @@ import PostgresNIO
 
 extension RevocationQueue {
     /// Counts by state and outcome, the oldest due request's age, paused apps, unsealed intake
-    /// rows, grants by provider and state and pending deletions; of `clientIDs` only when given (an API key's limit). Scans the requests
-    /// table: call it for metrics every few seconds, not per request.
+    /// rows, grants by provider and state and pending deletions; of `clientIDs` only when given
+    /// (an API key's limit). The counts are the ones triggers keep (migration 0019), not a scan of
+    /// the tables; when their deltas have piled up, this folds them.
     public func statistics(clientIDs: [String]? = nil, logger: Logger? = nil) async throws -> QueueStatistics {
         let logger = logger ?? self.logger
         return try await StoreDatabase.run(logger) {
             var byState: [RevocationState: Int] = [:]
             var byOutcome: [QueueStatistics.Outcome: Int] = [:]
+            let deltas =
+                try await self.client.query(
+                    "SELECT (SELECT count(*) FROM revoker.request_counts) + (SELECT count(*) FROM revoker.grant_counts)",
+                    logger: logger
+                ).collect().first?.decode(Int.self) ?? 0
+            if deltas > Self.countDeltasToFold {
+                _ = try await self.client.query("SELECT revoker.compact_counts()", logger: logger).collect()
+            }
             for row in try await self.client.query(
                 """
-                SELECT state, outcome, count(*)::int FROM revoker.revocation_requests
+                SELECT state, nullif(outcome, ''), sum(n)::int FROM revoker.request_counts
                 WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])
-                GROUP BY state, outcome
+                GROUP BY state, outcome HAVING sum(n) <> 0
                 """,
                 logger: logger
             ).collect() {
@@ -53,9 +62,9 @@ extension RevocationQueue {
             )
             for row in try await self.client.query(
                 """
-                SELECT provider, state, count(*)::int FROM revoker.grants
+                SELECT provider, state, sum(n)::int FROM revoker.grant_counts
                 WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])
-                GROUP BY provider, state
+                GROUP BY provider, state HAVING sum(n) <> 0
                 """,
                 logger: logger
             ).collect() {
@@ -74,6 +83,9 @@ extension RevocationQueue {
             return statistics
         }
     }
+
+    /// How many count deltas (migration 0019) a read of the counts lets pile up before folding them.
+    static let countDeltasToFold = 1_000
 
     /// What is left in the queue: requests not final yet, those of paused apps, paused apps.
     public func remainder(logger: Logger? = nil) async throws -> QueueRemainder {
