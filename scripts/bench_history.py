@@ -235,7 +235,7 @@ def measure_verify(stack):
     # The auditor's daily run: the checkpoint of the day before the last kept as the witness.
     witness = os.path.join(stack.work, "kept-checkpoints.jsonl")
     kept = sql(DATABASE, "SELECT revoker.audit_checkpoint_record(c) FROM revoker.audit_checkpoints c "
-                         "WHERE created_at <= (SELECT max(day) FROM revoker_history.days)::timestamptz ORDER BY seq DESC LIMIT 1")
+                         "WHERE created_at <= (SELECT max(day) FROM revoker_history.parts)::timestamptz ORDER BY seq DESC LIMIT 1")
     with open(witness, "w") as f:
         f.write(kept[0][0] + "\n")
     run, seconds = stack.revoker(DATABASE, "audit", "verify", "--json", "--witness", witness, "--after-witness")
@@ -256,7 +256,7 @@ def measure_reads(stack):
     users = sample("apple_user_id", "revocation_requests", "apple_user_id IS NOT NULL")
     ids = sample("id", "revocation_requests", "purpose = 'revoke'")
     accounts = sample("account_reference", "grants")
-    first, last = sql(DATABASE, "SELECT min(day)::text, max(day)::text FROM revoker_history.days")[0]
+    first, last = sql(DATABASE, "SELECT min(day)::text, max(day)::text FROM revoker_history.parts")[0]
     span = (datetime.date.fromisoformat(last) - datetime.date.fromisoformat(first)).days
     weeks = []
     for _ in range(SAMPLES):
@@ -294,7 +294,7 @@ def measure_reads(stack):
 
 def measure_export(stack, page, serve):
     month = sql(DATABASE, "SELECT to_char(date_trunc('month', max(day)) - interval '1 month', 'YYYY-MM-DD'), "
-                          "to_char(date_trunc('month', max(day)) - interval '1 day', 'YYYY-MM-DD') FROM revoker_history.days")[0]
+                          "to_char(date_trunc('month', max(day)) - interval '1 day', 'YYYY-MM-DD') FROM revoker_history.parts")[0]
     rss = lambda: int(re.search(r"VmRSS:\s+(\d+)", open(f"/proc/{serve.pid}/status").read()).group(1)) * 1024
     before = rss()
     peak = [before]

@@ -13,12 +13,13 @@ extension HistoryGenerator {
         """
         CREATE TABLE IF NOT EXISTS revoker_history.plan (
             one boolean PRIMARY KEY DEFAULT true CHECK (one),
-            audit_rows bigint NOT NULL, grants bigint NOT NULL, first_day date NOT NULL, days int NOT NULL)
+            audit_rows bigint NOT NULL, grants bigint NOT NULL, first_day date NOT NULL, days int NOT NULL,
+            parts_per_day int NOT NULL)
         """,
         """
-        CREATE TABLE IF NOT EXISTS revoker_history.days (
-            day date PRIMARY KEY, revocations int NOT NULL, grants int NOT NULL, notifications int NOT NULL,
-            audit_rows bigint NOT NULL, next_index bigint NOT NULL)
+        CREATE TABLE IF NOT EXISTS revoker_history.parts (
+            day date NOT NULL, part int NOT NULL, revocations int NOT NULL, grants int NOT NULL, notifications int NOT NULL,
+            audit_rows bigint NOT NULL, next_index bigint NOT NULL, PRIMARY KEY (day, part))
         """,
         "DROP TABLE IF EXISTS revoker_history.steps",
         """
@@ -118,12 +119,14 @@ extension HistoryGenerator {
         $$
         """,
         """
-        CREATE OR REPLACE FUNCTION revoker_history.write_day(
-            p_day date, p_first bigint, p_revocations int, p_grant_ids uuid[], p_sealed bytea[], p_key_id text,
+        CREATE OR REPLACE FUNCTION revoker_history.write_part(
+            p_day date, p_part int, p_parts int, p_first bigint, p_revocations int, p_grant_ids uuid[], p_sealed bytea[], p_key_id text,
             p_notifications int, p_apps text[], p_providers text[]) RETURNS bigint
             LANGUAGE plpgsql AS $$
         DECLARE
-            v_start timestamptz := p_day::timestamptz;
+            v_span interval := interval '86400 s' / p_parts;
+            v_start timestamptz := p_day::timestamptz + p_part * v_span;
+            v_jti text := 'history-' || p_day || '-' || p_part || '-';
             v_apps int := cardinality(p_apps);
             v_grants int := coalesce(cardinality(p_grant_ids), 0);
             v_rows bigint;
@@ -136,13 +139,13 @@ extension HistoryGenerator {
                    p_apps[1 + (abs(hashint8(i)) % v_apps)] AS client_id, p_providers[1 + (abs(hashint8(i)) % v_apps)] AS provider,
                    'acct-' || i AS reference,
                    CASE WHEN i % 2 = 0 THEN lpad(i::text, 6, '0') || '.history' END AS user_id,
-                   v_start + ((i - p_first) + 0.5) * (interval '86400 s' / greatest(p_revocations, 1)) AS created_at
+                   v_start + ((i - p_first) + 0.5) * (v_span / greatest(p_revocations, 1)) AS created_at
             FROM (SELECT i, revoker_history.outcome(i) AS o FROM generate_series(p_first, p_first + p_revocations - 1) AS i) AS x;
             CREATE TEMP TABLE h_grants ON COMMIT DROP AS
             SELECT g.id, g.sealed, gen_random_uuid() AS hold_id, p_first + p_revocations + g.n - 1 AS i,
                    p_apps[1 + (abs(hashint8(p_first + p_revocations + g.n)) % v_apps)] AS client_id,
                    p_providers[1 + (abs(hashint8(p_first + p_revocations + g.n)) % v_apps)] AS provider,
-                   v_start + (g.n - 0.5) * (interval '86400 s' / greatest(v_grants, 1)) AS created_at
+                   v_start + (g.n - 0.5) * (v_span / greatest(v_grants, 1)) AS created_at
             FROM unnest(p_grant_ids, p_sealed) WITH ORDINALITY AS g(id, sealed, n);
 
             INSERT INTO revoker.revocation_requests
@@ -188,9 +191,9 @@ extension HistoryGenerator {
             -- Notifications the providers sent that day about users Revoker does not hold.
             INSERT INTO revoker.apple_notifications
                 (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, issuer, key_id, had_email, received_at)
-            SELECT 'history-' || p_day || '-' || n, p_apps[1 + n % 3], t, t, lpad((p_first + n)::text, 6, '0') || '.elsewhere',
-                   v_start + n * interval '1 min', v_start + n * interval '1 min', 'https://appleid.apple.com', 'history-key', true,
-                   v_start + n * interval '1 min' + interval '200 ms'
+            SELECT v_jti || n, p_apps[1 + n % 3], t, t, lpad((p_first + n)::text, 6, '0') || '.elsewhere',
+                   v_start + n * v_span / (p_notifications + 1), v_start + n * v_span / (p_notifications + 1),
+                   'https://appleid.apple.com', 'history-key', true, v_start + n * v_span / (p_notifications + 1) + interval '200 ms'
             FROM generate_series(1, p_notifications) AS n, LATERAL (SELECT CASE WHEN n % 2 = 0 THEN 'email-disabled' ELSE 'email-enabled' END AS t) AS x;
 
             PERFORM set_config('session_replication_role', 'origin', true);
@@ -221,11 +224,12 @@ extension HistoryGenerator {
                 UNION ALL
                 SELECT n.received_at, NULL, n.client_id, NULL, n.apple_user_id, 'apple_notification', NULL, 'apple', NULL, NULL, NULL,
                        NULL, NULL, 'type=' || n.type, 0
-                FROM revoker.apple_notifications n WHERE n.jti LIKE 'history-' || p_day || '-%'
+                FROM revoker.apple_notifications n WHERE n.jti LIKE v_jti || '%'
             ) AS e
             ORDER BY at, request_id, step;
             GET DIAGNOSTICS v_rows = ROW_COUNT;
-            INSERT INTO revoker_history.days VALUES (p_day, p_revocations, v_grants, p_notifications, v_rows, p_first + p_revocations + v_grants);
+            INSERT INTO revoker_history.parts
+            VALUES (p_day, p_part, p_revocations, v_grants, p_notifications, v_rows, p_first + p_revocations + v_grants);
             RETURN v_rows;
         END;
         $$

@@ -13,6 +13,9 @@ public struct HistoryOptions: Sendable {
     public var grants = 1_000_000
     /// Days of history, ending yesterday.
     public var days = 730
+    /// Checkpoints signed a day, each over its part of the day (the service signs one a minute
+    /// while rows come; a day's slice of ten million rows would make receipts read 14,000 rows).
+    public var checkpointsPerDay = 24
     /// The database the history is kept in, on the server; made when missing, never dropped.
     public var database = "revoker_history"
     /// Where the history's sealing key and audit signing key are kept between runs.
@@ -140,23 +143,29 @@ public struct HistoryGenerator: Sendable {
         let perRevocation =
             try await client.query("SELECT revoker_history.rows_per_revocation()", logger: logger).collect().first?.decode(Double.self) ?? 7
         let done = try await client.query(
-            "SELECT count(*)::int, coalesce(sum(audit_rows), 0)::int8, coalesce(max(next_index), 1)::int8 FROM revoker_history.days",
+            "SELECT count(*)::int, coalesce(sum(audit_rows), 0)::int8, coalesce(max(next_index), 1)::int8 FROM revoker_history.parts",
             logger: logger
         ).collect()
-        guard let done = try done.first?.decode((Int, Int64, Int64).self) else { throw BenchmarkFailure("the days written could not be read") }
+        guard let done = try done.first?.decode((Int, Int64, Int64).self) else { throw BenchmarkFailure("the parts written could not be read") }
         var (written, rows, next) = done
         let rowsBefore = rows
-        if written > 0 { progress("resuming after day \(written) of \(plan.days) (\(rows) audit rows)") }
+        let perDay = plan.partsPerDay
+        let parts = plan.days * perDay
+        if written > 0 { progress("resuming after day \(written / perDay) of \(plan.days) (\(rows) audit rows)") }
         let notificationsPerDay = 12
         var writtenNow = 0
         var lastReport = Date()
-        while written < plan.days && writtenNow < (options.stopAfterDays ?? .max) {
-            let day = Calendar.utc.date(byAdding: .day, value: written, to: plan.firstDay)!
-            let dayEnd = day.addingTimeInterval(86_400)
-            // Each day takes its share of the grants, and revocations enough to keep to the rows' pace.
-            let grants = Int(plan.grants * Int64(written + 1) / Int64(plan.days) - plan.grants * Int64(written) / Int64(plan.days))
-            let rowsDue = plan.auditRows * Int64(written + 1) / Int64(plan.days) - rows
-            let revocations = max(0, Int((Double(rowsDue) - Double(grants * 7 + notificationsPerDay)) / perRevocation))
+        // A part of a day is one transaction and one checkpoint, as the service signs one every so often.
+        while written < parts && writtenNow < (options.stopAfterDays ?? .max / perDay) * perDay {
+            let (dayIndex, part) = written.quotientAndRemainder(dividingBy: perDay)
+            let day = Calendar.utc.date(byAdding: .day, value: dayIndex, to: plan.firstDay)!
+            let partEnd = day.addingTimeInterval(86_400 * Double(part + 1) / Double(perDay))
+            // Each part takes its share of the grants and notifications, and revocations enough to keep to the rows' pace.
+            func share(_ total: Int64, _ of: Int64, _ index: Int) -> Int { Int(total * Int64(index + 1) / of - total * Int64(index) / of) }
+            let grants = share(plan.grants, Int64(parts), written)
+            let notifications = share(Int64(notificationsPerDay), Int64(perDay), part)
+            let rowsDue = plan.auditRows * Int64(written + 1) / Int64(parts) - rows
+            let revocations = max(0, Int((Double(rowsDue) - Double(grants * 7 + notifications)) / perRevocation))
             let ids = (0..<grants).map { _ in UUID() }
             var sealed: [ByteBuffer] = []
             sealed.reserveCapacity(grants)
@@ -165,32 +174,34 @@ public struct HistoryGenerator: Sendable {
                 sealed.append(ByteBuffer(bytes: try sealer.seal(token, grantID: id).bytes))
             }
             let dayText = Self.dayFormat(day)
-            let dayRows: Int64 =
+            let partRows: Int64 =
                 try await client.withTransaction(logger: logger) { connection in
                     try await connection.query(
                         """
-                        SELECT revoker_history.write_day(\(dayText)::date, \(next), \(revocations)::int, \(ids), \(sealed), \(keys.keyring.currentKeyID),
-                                                         \(notificationsPerDay)::int, \(Self.apps.map(\.clientID)), \(Self.apps.map(\.provider)))
+                        SELECT revoker_history.write_part(\(dayText)::date, \(part)::int, \(perDay)::int, \(next), \(revocations)::int,
+                                                          \(ids), \(sealed), \(keys.keyring.currentKeyID), \(notifications)::int,
+                                                          \(Self.apps.map(\.clientID)), \(Self.apps.map(\.provider)))
                         """,
                         logger: logger
                     ).collect().first?.decode(Int64.self) ?? 0
                 }
-            try await checkpoints.take(signer: signer, backdatedTo: min(dayEnd, Date()), logger: logger)
-            rows += dayRows
+            try await checkpoints.take(signer: signer, backdatedTo: min(partEnd, Date()), logger: logger)
+            rows += partRows
             next += Int64(revocations + grants)
             written += 1
             writtenNow += 1
-            if Date().timeIntervalSince(lastReport) > 10 || written == plan.days {
+            if Date().timeIntervalSince(lastReport) > 10 || written == parts {
                 lastReport = Date()
                 let seconds = Date().timeIntervalSince(started)
-                let left = Double(plan.days - written) * seconds / Double(writtenNow)
+                let left = Double(parts - written) * seconds / Double(writtenNow)
                 progress(
-                    "history: day \(written) of \(plan.days) (\(dayText)), \(rows) audit rows, "
+                    "history: day \(dayIndex + 1) of \(plan.days) (\(dayText)), \(rows) audit rows, "
                         + "\(Int(Double(rows - rowsBefore) / max(seconds, 0.001))) rows/s, about \(Int(left)) s to go"
                 )
             }
         }
-        _ = try await client.query("ANALYZE", logger: logger).collect()
+        // A deployment years old has been vacuumed all along: measure it so, not its first vacuum.
+        _ = try await client.query("VACUUM (ANALYZE)", logger: logger).collect()
         let totals = try await client.query(
             """
             SELECT (SELECT count(*) FROM revoker.revocation_requests WHERE purpose = 'revoke'),
@@ -202,7 +213,7 @@ public struct HistoryGenerator: Sendable {
         guard let counts = try totals.first?.decode((Int64, Int64, Int64).self) else { throw BenchmarkFailure("the history could not be counted") }
         return Summary(
             days: plan.days,
-            daysWrittenNow: writtenNow,
+            daysWrittenNow: writtenNow / perDay,
             auditRows: rows,
             grants: counts.1,
             revocations: counts.0,
@@ -216,6 +227,7 @@ public struct HistoryGenerator: Sendable {
         var grants: Int64
         var firstDay: Date
         var days: Int
+        var partsPerDay: Int
     }
 
     /// The plan stored by the first run; a run asking for another is refused.
@@ -224,22 +236,28 @@ public struct HistoryGenerator: Sendable {
         let first = Calendar.utc.date(byAdding: .day, value: -options.days, to: today)!
         _ = try await client.query(
             """
-            INSERT INTO revoker_history.plan (audit_rows, grants, first_day, days)
-            VALUES (\(Int64(options.auditRows)), \(Int64(options.grants)), \(Self.dayFormat(first))::date, \(options.days))
+            INSERT INTO revoker_history.plan (audit_rows, grants, first_day, days, parts_per_day)
+            VALUES (\(Int64(options.auditRows)), \(Int64(options.grants)), \(Self.dayFormat(first))::date, \(options.days),
+                    \(options.checkpointsPerDay))
             ON CONFLICT (one) DO NOTHING
             """,
             logger: logger
         ).collect()
-        let stored = try await client.query("SELECT audit_rows, grants, first_day::text, days FROM revoker_history.plan", logger: logger)
-            .collect().first?.decode((Int64, Int64, String, Int).self)
+        let stored = try await client.query(
+            "SELECT audit_rows, grants, first_day::text, days, parts_per_day FROM revoker_history.plan",
+            logger: logger
+        ).collect().first?.decode((Int64, Int64, String, Int, Int).self)
         guard let stored, let firstDay = Self.dayParse(stored.2) else { throw BenchmarkFailure("the history's plan could not be read") }
-        guard stored.0 == Int64(options.auditRows), stored.1 == Int64(options.grants), stored.3 == options.days else {
+        guard stored.0 == Int64(options.auditRows), stored.1 == Int64(options.grants), stored.3 == options.days,
+            stored.4 == options.checkpointsPerDay
+        else {
             throw BenchmarkFailure(
-                "database \(options.database) holds a history planned for \(stored.0) audit rows, \(stored.1) grants over \(stored.3) days; "
+                "database \(options.database) holds a history planned for \(stored.0) audit rows, \(stored.1) grants over \(stored.3) days, "
+                    + "\(stored.4) checkpoints a day; "
                     + "ask for the same to resume it, or name another --history-database"
             )
         }
-        return Plan(auditRows: stored.0, grants: stored.1, firstDay: firstDay, days: stored.3)
+        return Plan(auditRows: stored.0, grants: stored.1, firstDay: firstDay, days: stored.3, partsPerDay: stored.4)
     }
 
     static func dayFormat(_ date: Date) -> String {

@@ -22,6 +22,7 @@ struct HistoryGeneratorTests {
         options.auditRows = 6_000
         options.grants = 300
         options.days = 6
+        options.checkpointsPerDay = 2
         defer { try? FileManager.default.removeItem(atPath: keys) }
         var adminConfiguration = try PostgresClient.Configuration(url: server)
         adminConfiguration.options.maximumConnections = 1
@@ -63,14 +64,14 @@ struct HistoryGeneratorTests {
             #expect(try await HistoryGenerator(options: options).run().daysWrittenNow == 0)
 
             #expect(summary.grants == 300)
-            #expect(summary.checkpoints == 6)
+            #expect(summary.checkpoints == 12)
             #expect(summary.revocations > 0)
             // Each day keeps to the plan's pace within one revocation's rows.
             #expect(abs(summary.auditRows - 6_000) < 6 * 12, "\(summary.auditRows)")
             let counted = try await client.query("SELECT count(*) FROM revoker.audit_events", logger: Self.logger).collect()
             #expect(try counted.first?.decode(Int64.self) == summary.auditRows)
 
-            // Rows carry their day's times, every day of the plan, and a checkpoint dated at each day's end.
+            // Rows carry their day's times, every day of the plan, and a checkpoint dated at the end of each half day.
             let spread = try await client.query(
                 """
                 SELECT count(DISTINCT date_trunc('day', occurred_at AT TIME ZONE 'UTC'))::int,
@@ -100,7 +101,7 @@ struct HistoryGeneratorTests {
             let verified = try await AuditVerifier(client: client, logger: Self.logger).verify(keys: [key])
             #expect(verified.intact, "\(verified.text)")
             #expect(verified.rowsChecked == Int(summary.auditRows))
-            #expect(verified.checkpointsChecked == 6)
+            #expect(verified.checkpointsChecked == 12)
 
             // The counts status reads (kept by triggers, also for the generator's replica-mode writes)
             // are the tables' own, and stay so through prune and a fold.
@@ -114,12 +115,12 @@ struct HistoryGeneratorTests {
             #expect(try folded.first?.decode(Int.self) ?? .max <= 4 * 9)
             try await Self.expectKeptCountsMatchTheTables(queue, client)
 
-            // An auditor's daily run starts at the checkpoint verified before: two days, not six.
+            // An auditor's daily run starts at the checkpoint verified before (the fourth day's last): two days, not six.
             let stored = try await AuditCheckpoints(client: client, logger: Self.logger).all()
             let verifier = AuditVerifier(client: client, logger: Self.logger)
-            let daily = try await verifier.verify(keys: [key], witnessed: [stored[3]], afterNewestWitness: true)
+            let daily = try await verifier.verify(keys: [key], witnessed: [stored[7]], afterNewestWitness: true)
             #expect(daily.intact, "\(daily.text)")
-            #expect(daily.checkpointsChecked == 2)
+            #expect(daily.checkpointsChecked == 4)
             #expect(daily.rowsChecked > 0 && daily.rowsChecked < verified.rowsChecked / 2, "\(daily.rowsChecked)")
 
             // One changed row of the last day (a superuser with triggers off) is named by both.
@@ -134,7 +135,7 @@ struct HistoryGeneratorTests {
             let tampered = try await AuditVerifier(client: client, logger: Self.logger).verify(keys: [key])
             #expect(!tampered.intact)
             #expect(tampered.problems.contains { $0.kind == .changed })
-            let dailyTampered = try await verifier.verify(keys: [key], witnessed: [stored[3]], afterNewestWitness: true)
+            let dailyTampered = try await verifier.verify(keys: [key], witnessed: [stored[7]], afterNewestWitness: true)
             #expect(dailyTampered.problems.contains { $0.kind == .changed }, "\(dailyTampered.text)")
         }
     }
@@ -171,8 +172,8 @@ struct HistoryGeneratorTests {
             var other = options
             other.auditRows = 9_000
             await #expect(throws: BenchmarkFailure.self) { try await HistoryGenerator(options: other).run() }
-            let days = try await client.query("SELECT count(*)::int FROM revoker_history.days", logger: Self.logger).collect()
-            #expect(try days.first?.decode(Int.self) == 1)
+            let parts = try await client.query("SELECT count(*)::int FROM revoker_history.parts", logger: Self.logger).collect()
+            #expect(try parts.first?.decode(Int.self) == 2)
         }
     }
 

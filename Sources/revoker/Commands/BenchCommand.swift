@@ -106,6 +106,9 @@ struct BenchCommand: AsyncParsableCommand {
     @Option(help: "With --history: days of history, ending yesterday (default 730).")
     var days: Int?
 
+    @Option(name: .customLong("checkpoints-per-day"), help: "With --history: checkpoints signed a day, each over its part (default 24).")
+    var checkpointsPerDay: Int?
+
     @Option(name: .customLong("history-database"), help: "With --history: the database it is kept in (default revoker_history).")
     var historyDatabase: String?
 
@@ -187,6 +190,10 @@ struct BenchCommand: AsyncParsableCommand {
         if let days {
             guard (1...3650).contains(days) else { throw ValidationError("--days must be between 1 and 3650.") }
             options.days = days
+        }
+        if let checkpointsPerDay {
+            guard (1...1440).contains(checkpointsPerDay) else { throw ValidationError("--checkpoints-per-day must be between 1 and 1440.") }
+            options.checkpointsPerDay = checkpointsPerDay
         }
         let progress: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data("bench: \(line)\n".utf8)) }
         let summary = try await HistoryGenerator(options: options, progress: progress).run()
