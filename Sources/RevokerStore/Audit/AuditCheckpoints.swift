@@ -221,7 +221,7 @@ public struct AuditCheckpoints: Sendable {
                     let more = try await Self.read("WHERE seq >= \(next) ORDER BY seq LIMIT \(page)", on: connection, logger: logger)
                     found += more
                     guard more.count == page, let last = more.last,
-                        txids.contains(where: { AuditVerifier.slice(of: $0, in: found) == nil })
+                        txids.contains(where: { [index = AuditVerifier.SliceIndex(found)] in index.slice(of: $0) == nil })
                     else { return found }
                     next = last.seq + 1
                 }

@@ -30,7 +30,7 @@ public struct AuditReceipts: Sendable {
         let txids = chainRows.map(\.row.txid)
         var covering = try await checkpoints.covering(txids)
         let deadline = ContinuousClock.now + wait
-        while chainRows.contains(where: { AuditVerifier.slice(of: $0.row.txid, in: covering) == nil }) {
+        while chainRows.contains(where: { [index = AuditVerifier.SliceIndex(covering)] in index.slice(of: $0.row.txid) == nil }) {
             guard ContinuousClock.now < deadline else {
                 throw RevokerStoreError(
                     .conflict,
@@ -43,8 +43,9 @@ public struct AuditReceipts: Sendable {
         // Each checkpoint's rows (id, hash) in id order, fetched and checked once.
         var slices: [Int: [(Int64, [UInt8])]] = [:]
         var events: [AuditReceipt.Event] = []
+        let sliceIndex = AuditVerifier.SliceIndex(covering)
         for (row, previous, hash) in chainRows {
-            guard let index = AuditVerifier.slice(of: row.txid, in: covering) else {
+            guard let index = sliceIndex.slice(of: row.txid) else {
                 throw RevokerStoreError(.unexpectedData, "audit row \(row.id) lies in no checkpoint: run `revoker audit verify`")
             }
             let checkpoint = covering[index]
