@@ -63,6 +63,12 @@ struct AuditCheckpointService: Service {
         } catch {
             logger.warning("Could not take an audit checkpoint; the next interval tries again", metadata: ["revoker.error": "\(error)"])
         }
+        do {
+            let added = try await checkpoints.ensurePartitions()
+            if added > 0 { logger.info("Added the audit trail's partitions for the months ahead", metadata: ["revoker.partitions": "\(added)"]) }
+        } catch {
+            logger.warning("Could not add the audit trail's partitions ahead; the next interval tries again", metadata: ["revoker.error": "\(error)"])
+        }
         await reportOpenTransactions(&reported)
     }
 

@@ -109,11 +109,13 @@ struct AuditVerifyCommandTests {
                 )
             case .forgedBackdatedInsert:
                 // A careful forger: the right chain position, the previous hash, a hash computed
-                // the database's own way, a current transaction id, a time 40 days ago.
+                // the database's own way, a current transaction id, a time 40 days ago (in a
+                // partition the owner adds for that month).
                 try await Self.tamper(
                     stack,
                     [
                         "SET LOCAL session_replication_role = replica",
+                        "SELECT revoker.audit_add_partitions(now() - interval '40 days', now())",
                         """
                         INSERT INTO revoker.audit_events (id, occurred_at, request_id, client_id, external_reference, event, actor,
                             recorded_by, chain_key, chain_seq, prev_hash, hash, txid)

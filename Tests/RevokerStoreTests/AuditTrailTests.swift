@@ -142,6 +142,19 @@ struct AuditTrailTests {
                 }
                 let advanced = try await connection.query("SELECT revoker.audit_advance_heads()", logger: logger).collect()
                 #expect(try advanced.first?.decode(Int.self) == 0)
+                // It keeps partitions ahead through the function, and cannot touch one by name.
+                let added = try await connection.query("SELECT revoker.audit_ensure_partitions()", logger: logger).collect()
+                #expect(try added.first?.decode(Int.self) == 0)
+                let month = "revoker.audit_events_" + AuditPartitionTests.month(monthsAgo: 0)
+                for sql in ["SELECT count(*) FROM \(month)", "DELETE FROM \(month)", "INSERT INTO \(month) (event, actor) VALUES ('note', 'x')"] {
+                    let refused = await #expect(throws: PSQLError.self, "\(sql)") {
+                        try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
+                    }
+                    #expect(refused?.serverInfo?[.sqlState] == "42501", "\(sql)")
+                }
+                await #expect(throws: (any Error).self) {
+                    try await connection.query("SELECT revoker.audit_add_partitions(now() - interval '1 year', now())", logger: logger).collect()
+                }
                 await #expect(throws: (any Error).self) {
                     try await connection.query("DELETE FROM revoker.audit_checkpoints", logger: logger)
                 }

@@ -235,7 +235,7 @@ struct SQLPathTests {
             let rows = try await db.client.query(
                 """
                 INSERT INTO revoker.audit_events (id, occurred_at, event, actor, detail)
-                VALUES (987654321, '2001-01-01T00:00:00Z', 'note', 'operator:alice', 'forged?')
+                VALUES (987654321, date_trunc('month', now(), 'UTC'), 'note', 'operator:alice', 'forged?')
                 RETURNING id, occurred_at, recorded_by, session_user::text
                 """,
                 logger: Self.logger
@@ -244,6 +244,14 @@ struct SQLPathTests {
             #expect(id != 987_654_321, "the id comes from the sequence")
             #expect(abs(occurredAt.timeIntervalSinceNow) < 300, "the time is the database's")
             #expect(recordedBy == role, "the writing role is recorded")
+            // A time of another month is not stamped over but refused (the trail is partitioned
+            // by month, migration 0020): no partition for it, or the trigger's refusal.
+            await #expect(throws: PSQLError.self) {
+                _ = try await db.client.query(
+                    "INSERT INTO revoker.audit_events (occurred_at, event, actor) VALUES ('2001-01-01T00:00:00Z', 'note', 'operator:alice')",
+                    logger: Self.logger
+                ).collect()
+            }
 
             let error = await #expect(throws: PSQLError.self) {
                 _ = try await db.client.query(

@@ -69,6 +69,8 @@ GRANT SELECT, INSERT ON revoker.audit_checkpoints TO revoker_worker;
 -- Migration 0007: the chains' heads move when a checkpoint covers their rows, through the
 -- function only (SECURITY DEFINER), never by the service's hand.
 GRANT EXECUTE ON FUNCTION revoker.audit_advance_heads() TO revoker_worker;
+-- Migration 0020: the checkpoint service keeps three months of partitions ahead.
+GRANT EXECUTE ON FUNCTION revoker.audit_ensure_partitions() TO revoker_worker;
 -- Migration 0008: the compliance pages keep their sessions (hashed tokens) in the database.
 GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.ui_sessions TO revoker_worker;
 -- Migration 0010: Google's security events are appended.

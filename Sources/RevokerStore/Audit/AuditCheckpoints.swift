@@ -229,6 +229,16 @@ public struct AuditCheckpoints: Sendable {
         }
     }
 
+    /// Adds the trail's partitions for this month through three ahead where missing (migration
+    /// 0020); returns how many it added. It gives up after a second of waiting for writers.
+    @discardableResult
+    public func ensurePartitions(logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query("SELECT revoker.audit_ensure_partitions()", logger: logger).collect().first?.decode(Int.self) ?? 0
+        }
+    }
+
     /// Every stored checkpoint, in order.
     public func all(logger: Logger? = nil) async throws -> [AuditCheckpoint] {
         let logger = logger ?? self.logger
