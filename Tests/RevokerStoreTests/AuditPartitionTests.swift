@@ -15,14 +15,14 @@ struct AuditPartitionTests {
 
     /// Rows of a request dated `monthsAgo` back, written through the real trigger with the
     /// history clock (a superuser's session), as a trail of years holds them.
-    static func writeEarlier(_ request: UUID, monthsAgo: Int, rows: Int, _ db: ScratchDatabase) async throws {
+    static func writeEarlier(_ request: UUID, monthsAgo: Int, rows: Int, beforeMonthEnd: String = "9 days", _ db: ScratchDatabase) async throws {
         try await db.client.withTransaction(logger: logger) { connection in
             try await connection.query("SET LOCAL revoker.history_clock = 'on'", logger: logger)
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
                         INSERT INTO revoker.audit_events (occurred_at, request_id, client_id, external_reference, event, actor)
-                        SELECT date_trunc('month', now(), 'UTC') - interval '\(monthsAgo - 1) months' - interval '9 days'
+                        SELECT date_trunc('month', now(), 'UTC') - interval '\(monthsAgo - 1) months' - interval '\(beforeMonthEnd)'
                                    + g * interval '1 minute',
                                '\(request.uuidString.lowercased())', 'com.example.app', 'old', 'enqueued', 't'
                         FROM generate_series(1, \(rows)) g

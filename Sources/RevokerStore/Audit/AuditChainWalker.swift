@@ -6,6 +6,8 @@ struct ChainWalker {
     let partial: Bool
     private(set) var rows = 0
     private(set) var chains = 0
+    /// Chains whose first row here is not their first.
+    private(set) var continuing: [(chain: String, seq: Int64, previous: [UInt8], id: Int64)] = []
     private var last: (key: String, seq: Int64, id: Int64, micros: Int64, hash: [UInt8])?
 
     init(partial: Bool) {
@@ -64,17 +66,38 @@ struct ChainWalker {
                     AuditProblem(.inserted, "row \(row.id) starts chain \(chain) but does not follow its genesis", rows: [row.id], chain: chain)
                 )
             } else if row.chainSeq > 1, !partial {
-                problems.append(
-                    AuditProblem(
-                        .removed,
-                        "chain \(chain): rows #1…#\(row.chainSeq - 1) before row \(row.id) are missing",
-                        rows: [row.id],
-                        chain: chain
-                    )
-                )
+                // Its earlier rows may be archived: checked against the archived heads after the walk.
+                continuing.append((chain, row.chainSeq, previousHash, row.id))
             }
         }
         last = (chain, row.chainSeq, row.id, row.occurredAtMicros, hash)
         return problems
+    }
+}
+
+extension ChainWalker {
+    /// The problems of chains that start here after their first row: none for one that follows
+    /// the last row an archive took (migration 0022) exactly.
+    static func problems(
+        _ continuing: [(chain: String, seq: Int64, previous: [UInt8], id: Int64)],
+        archived: [String: (seq: Int64, hash: [UInt8])]
+    ) -> [AuditProblem] {
+        continuing.compactMap { first in
+            guard let head = archived[first.chain] else {
+                return AuditProblem(
+                    .removed,
+                    "chain \(first.chain): rows #1…#\(first.seq - 1) before row \(first.id) are missing",
+                    rows: [first.id],
+                    chain: first.chain
+                )
+            }
+            if first.seq == head.seq + 1, first.previous == head.hash { return nil }
+            return AuditProblem(
+                first.seq > head.seq + 1 ? .removed : .inserted,
+                "chain \(first.chain): row \(first.id) (#\(first.seq)) does not follow the chain's last archived row (#\(head.seq))",
+                rows: [first.id],
+                chain: first.chain
+            )
+        }
     }
 }

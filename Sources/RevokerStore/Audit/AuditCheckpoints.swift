@@ -120,12 +120,13 @@ public struct AuditCheckpoints: Sendable {
     }
 
     /// The rows (id, hash) of a slice in id order: those of the transactions in [from, to) and
-    /// of `late`, except `open`'s.
+    /// of `late`, except `open`'s; only those that occurred at or after `since` when given.
     static func sliceRows(
         from: UInt64,
         to: UInt64,
         late: [UInt64],
         open: [UInt64],
+        since: Date? = nil,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> [(id: Int64, hash: [UInt8])] {
@@ -134,6 +135,7 @@ public struct AuditCheckpoints: Sendable {
             SELECT id, hash FROM revoker.audit_events
             WHERE ((txid >= \(String(from))::xid8 AND txid < \(String(to))::xid8) OR txid = ANY(\(late.map(String.init))::text[]::xid8[]))
               AND txid <> ALL(\(open.map(String.init))::text[]::xid8[])
+              AND (\(since)::timestamptz IS NULL OR occurred_at >= \(since)::timestamptz)
             ORDER BY id
             """,
             logger: logger
@@ -141,6 +143,68 @@ public struct AuditCheckpoints: Sendable {
         var slice: [(id: Int64, hash: [UInt8])] = []
         for try await (id, hash) in rows.decode((Int64, Data).self) { slice.append((id, Array(hash))) }
         return slice
+    }
+
+    /// A checkpoint's rows that an archive took away (migration 0022): how many, and their leaves
+    /// when the checkpoint also covers rows still here (nil when all of its rows are archived).
+    struct Archived {
+        var rows: Int64
+        var leaves: [(id: Int64, hash: [UInt8])]?
+
+        static func encode(_ leaves: [(id: Int64, hash: [UInt8])]) -> [UInt8] {
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(leaves.count * 40)
+            for leaf in leaves {
+                withUnsafeBytes(of: leaf.id.bigEndian) { bytes += $0 }
+                bytes += leaf.hash
+            }
+            return bytes
+        }
+
+        static func decode(_ bytes: [UInt8]) -> [(id: Int64, hash: [UInt8])] {
+            stride(from: 0, to: bytes.count - 39, by: 40).map { offset in
+                let id = bytes[offset..<offset + 8].reduce(Int64(0)) { $0 << 8 | Int64($1) }
+                return (id, Array(bytes[offset + 8..<offset + 40]))
+            }
+        }
+    }
+
+    /// What archives took from the checkpoints `seqs` (all when nil), by seq.
+    static func archived(_ seqs: [Int64]?, on connection: PostgresConnection, logger: Logger) async throws -> [Int64: Archived] {
+        let rows = try await connection.query(
+            """
+            SELECT seq, archived_rows, leaves FROM revoker.audit_archived_checkpoints
+            WHERE \(seqs == nil) OR seq = ANY(\(seqs ?? []))
+            """,
+            logger: logger
+        )
+        var found: [Int64: Archived] = [:]
+        for try await (seq, count, leaves) in rows.decode((Int64, Int64, Data?).self) {
+            found[seq] = Archived(rows: count, leaves: leaves.map { Archived.decode(Array($0)) })
+        }
+        return found
+    }
+
+    /// Every row of a checkpoint (id, hash) in id order: those here, and those an archive took
+    /// with their leaves kept here. Nil when all of its rows are archived.
+    static func allSliceRows(
+        _ checkpoint: AuditCheckpoint,
+        on connection: PostgresConnection,
+        logger: Logger
+    ) async throws
+        -> [(id: Int64, hash: [UInt8])]?
+    {
+        let here = try await sliceRows(
+            from: checkpoint.txidFrom,
+            to: checkpoint.txidTo,
+            late: checkpoint.lateTxids,
+            open: checkpoint.openTxids,
+            on: connection,
+            logger: logger
+        )
+        guard let archived = try await archived([checkpoint.seq], on: connection, logger: logger)[checkpoint.seq] else { return here }
+        guard let leaves = archived.leaves else { return nil }
+        return (here + leaves).sorted { $0.id < $1.id }
     }
 
     /// Where a checkpoint taken now would end: the snapshot's xmax, the transactions below it
@@ -221,7 +285,7 @@ public struct AuditCheckpoints: Sendable {
                     let more = try await Self.read("WHERE seq >= \(next) ORDER BY seq LIMIT \(page)", on: connection, logger: logger)
                     found += more
                     guard more.count == page, let last = more.last,
-                        txids.contains(where: { [index = AuditVerifier.SliceIndex(found)] in index.slice(of: $0) == nil })
+                        txids.contains(where: { [index = AuditCheckpointSlices(found)] in index.slice(of: $0) == nil })
                     else { return found }
                     next = last.seq + 1
                 }

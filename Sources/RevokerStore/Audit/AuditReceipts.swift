@@ -30,7 +30,7 @@ public struct AuditReceipts: Sendable {
         let txids = chainRows.map(\.row.txid)
         var covering = try await checkpoints.covering(txids)
         let deadline = ContinuousClock.now + wait
-        while chainRows.contains(where: { [index = AuditVerifier.SliceIndex(covering)] in index.slice(of: $0.row.txid) == nil }) {
+        while chainRows.contains(where: { [index = AuditCheckpointSlices(covering)] in index.slice(of: $0.row.txid) == nil }) {
             guard ContinuousClock.now < deadline else {
                 throw RevokerStoreError(
                     .conflict,
@@ -43,7 +43,7 @@ public struct AuditReceipts: Sendable {
         // Each checkpoint's rows (id, hash) in id order, fetched and checked once.
         var slices: [Int: [(Int64, [UInt8])]] = [:]
         var events: [AuditReceipt.Event] = []
-        let sliceIndex = AuditVerifier.SliceIndex(covering)
+        let sliceIndex = AuditCheckpointSlices(covering)
         for (row, previous, hash) in chainRows {
             guard let index = sliceIndex.slice(of: row.txid) else {
                 throw RevokerStoreError(.unexpectedData, "audit row \(row.id) lies in no checkpoint: run `revoker audit verify`")
@@ -154,17 +154,17 @@ public struct AuditReceipts: Sendable {
     }
 
     private func sliceRows(_ checkpoint: AuditCheckpoint) async throws -> [(Int64, [UInt8])] {
-        try await StoreDatabase.run(logger) {
+        let rows = try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
-                try await AuditCheckpoints.sliceRows(
-                    from: checkpoint.txidFrom,
-                    to: checkpoint.txidTo,
-                    late: checkpoint.lateTxids,
-                    open: checkpoint.openTxids,
-                    on: connection,
-                    logger: self.logger
-                ).map { ($0.id, $0.hash) }
+                try await AuditCheckpoints.allSliceRows(checkpoint, on: connection, logger: self.logger)
             }
         }
+        guard let rows else {
+            throw RevokerStoreError(
+                .conflict,
+                "the rows of checkpoint \(checkpoint.seq) are archived: issue the receipt from the archive file (`revoker audit receipt --archive FILE`)"
+            )
+        }
+        return rows.map { ($0.id, $0.hash) }
     }
 }

@@ -202,6 +202,18 @@ public struct AuditVerifier: Sendable {
             let (chainRow, previous, hash) = try Self.decodeRow(row)
             problems += walker.check(chainRow, previousHash: previous, hash: hash)
         }
+        if !walker.continuing.isEmpty {
+            var archived: [String: (seq: Int64, hash: [UInt8])] = [:]
+            let heads = try await client.query(
+                """
+                SELECT chain_key, archived_seq, archived_hash FROM revoker.audit_chains
+                WHERE chain_key = ANY(\(walker.continuing.map(\.chain))) AND archived_seq IS NOT NULL
+                """,
+                logger: logger
+            )
+            for try await (chain, seq, hash) in heads.decode((String, Int64, Data).self) { archived[chain] = (seq, Array(hash)) }
+            problems += ChainWalker.problems(walker.continuing, archived: archived)
+        }
         return (walker.rows, walker.chains)
     }
 
@@ -241,8 +253,11 @@ public struct AuditVerifier: Sendable {
                     SELECT * FROM revoker.audit_chains
                     \(scope.isEmpty ? "" : "WHERE chain_key IN (SELECT chain_key FROM last)")
                 ), joined AS (
-                    SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found
+                    SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found,
+                           h.archived_seq
                     FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
+                    -- A chain archived up to its head has no row here to check it against (migration 0022).
+                    WHERE h.archived_seq IS NULL OR h.last_seq > h.archived_seq
                 )
                 SELECT j.chain, j.last_seq, j.last_seq_found, at_head.id, at_head.hash = j.last_hash, beyond.id
                 FROM joined j
@@ -321,8 +336,20 @@ public struct AuditVerifier: Sendable {
         let next = try horizon.map(AuditCheckpoints.txid) ?? UInt64.max
         var trees = Array(repeating: MerkleTree.Builder(), count: checkpoints.count)
         var pending = 0
+        // What archives took (migration 0022): a checkpoint all archived is proven by its file; one
+        // split keeps its archived leaves here, merged into its tree in id order.
+        let archived = try await client.withConnection { try await AuditCheckpoints.archived(nil, on: $0, logger: self.logger) }
+        let allArchived = checkpoints.map { archived[$0.seq].map { $0.leaves == nil } ?? false }
+        var outside = checkpoints.map { archived[$0.seq]?.leaves ?? [] }
+        var used = Array(repeating: 0, count: checkpoints.count)
+        func addOutside(_ index: Int, before id: Int64) {
+            while used[index] < outside[index].count, outside[index][used[index]].id < id {
+                trees[index].append(outside[index][used[index]].hash)
+                used[index] += 1
+            }
+        }
         // Looked up per row: copying checkpoints (with their lists) per row was an eighth of the run.
-        let slices = SliceIndex(checkpoints)
+        let slices = AuditCheckpointSlices(checkpoints)
         let lastTxidTo = last?.txidTo
         let lastOpen = Set(last?.openTxids ?? [])
         let lastCreatedAt = last?.createdAtMicros
@@ -358,6 +385,18 @@ public struct AuditVerifier: Sendable {
                 continue
             }
             if let index = slices.slice(of: txid) {
+                if allArchived[index] {
+                    problems.append(
+                        AuditProblem(
+                            .inserted,
+                            "row \(id) lies under checkpoint \(checkpoints[index].seq), whose rows were all archived: added since",
+                            rows: [id],
+                            checkpoint: checkpoints[index].seq
+                        )
+                    )
+                    continue
+                }
+                addOutside(index, before: id)
                 trees[index].append(Array(hash))
                 // A row taken late was written while an earlier checkpoint left its transaction open.
                 if index > 0, !slices.late[index].contains(txid), occurred < slices.createdAt[index - 1] - Self.backdatingGrace {
@@ -387,7 +426,9 @@ public struct AuditVerifier: Sendable {
                 )
             }
         }
-        for (checkpoint, tree) in zip(checkpoints, trees) where tree.count != checkpoint.rowCount || tree.root != checkpoint.merkleRoot {
+        for index in checkpoints.indices { addOutside(index, before: .max) }
+        for (index, (checkpoint, tree)) in zip(checkpoints, trees).enumerated()
+        where !allArchived[index] && (tree.count != checkpoint.rowCount || tree.root != checkpoint.merkleRoot) {
             let counted = Int64(tree.count)
             let how =
                 counted < checkpoint.rowCount

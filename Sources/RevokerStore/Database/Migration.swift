@@ -94,5 +94,10 @@ public struct Migration: Sendable, Hashable {
             name: "0020_audit_partitions",
             sql: String(decoding: PackageResources._020_audit_partitions_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 22,
+            name: "0022_audit_archives",
+            sql: String(decoding: PackageResources._022_audit_archives_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -16,10 +16,11 @@ struct AuditCommand: AsyncParsableCommand {
               revoker audit verify
               revoker audit receipt --reference user-42 > receipt.json
               revoker audit public-key > audit-public-key.pem
+              revoker audit archive --before 2026-01 --out audit-before-2026-01.jsonl.gz
             """,
         subcommands: [
             AuditEventsCommand.self, AuditVerifyCommand.self, AuditReceiptCommand.self, AuditVerifyReceiptCommand.self,
-            AuditCheckpointCommand.self, AuditPublicKeyCommand.self,
+            AuditCheckpointCommand.self, AuditPublicKeyCommand.self, AuditArchiveCommand.self, AuditVerifyArchiveCommand.self,
         ],
         defaultSubcommand: AuditEventsCommand.self
     )

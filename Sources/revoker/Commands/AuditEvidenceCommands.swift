@@ -248,6 +248,10 @@ struct AuditReceiptCommand: AsyncParsableCommand {
 
             --account (or --deletion-id) gives the receipt of a whole account's completed deletion: the \
             deletion's own chain and the receipts of every request it made and of each grant's hold.
+
+            --archive FILE issues the receipt of a request whose rows were archived (`revoker audit archive`) \
+            from that file, without the database:
+              revoker audit receipt 0b9c1f3e-8d2a-4c4b-9f1e-2a6d5c7b8e90 --archive audit-before-2026-01.jsonl.gz > receipt.json
             """
     )
 
@@ -271,6 +275,12 @@ struct AuditReceiptCommand: AsyncParsableCommand {
     @Option(name: .customLong("deletion-id"), help: ArgumentHelp("Instead: the receipt of this account deletion.", valueName: "uuid"))
     var deletionID: String?
 
+    @Option(
+        name: .customLong("archive"),
+        help: ArgumentHelp("Instead of the database: the archive file holding the request's rows.", valueName: "file")
+    )
+    var archive: String?
+
     @Flag(help: "Print the receipt as a page for reading and printing.")
     var html = false
 
@@ -288,9 +298,35 @@ struct AuditReceiptCommand: AsyncParsableCommand {
         if let requestID, UUID(uuidString: requestID) == nil { throw ValidationError("The request id must be a UUID.") }
         if let deletionID, UUID(uuidString: deletionID) == nil { throw ValidationError("--deletion-id must be a UUID.") }
         if html, account != nil || deletionID != nil { throw ValidationError("--html is for a request's receipt.") }
+        if archive != nil, requestID == nil { throw ValidationError("--archive takes the request's id.") }
+    }
+
+    /// A receipt from an archive file, issued with the configured key.
+    private func fromArchive(_ path: String, id: UUID) throws -> AuditReceipt {
+        let configuration = try loadConfiguration(options, needs: [])
+        let key = try auditSigningKey(configuration)
+        let now = Int64((Date().timeIntervalSince1970 * 1_000_000).rounded(.down))
+        do {
+            guard let receipt = try AuditArchive.receipt(path: path, requestID: id, key: key, issuedAtMicros: now) else {
+                throw fail("The archive '\(path)' holds no row of request \(id).")
+            }
+            return receipt
+        } catch let error as AuditEvidenceError {
+            throw fail("No receipt: \(error.description).")
+        }
     }
 
     func run() async throws {
+        if let archive, let id = requestID.flatMap(UUID.init(uuidString:)) {
+            let receipt = try fromArchive(archive, id: id)
+            FileHandle.standardOutput.write(html ? Data(receipt.html().utf8) : try receipt.canonicalBytes())
+            return
+        }
+        if let archive, let id = requestID.flatMap(UUID.init(uuidString:)) {
+            let receipt = try fromArchive(archive, id: id)
+            FileHandle.standardOutput.write(html ? Data(receipt.html().utf8) : try receipt.canonicalBytes())
+            return
+        }
         let configuration = try loadConfiguration(options, needs: .database)
         let signer = try auditSigner(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)

@@ -1,0 +1,305 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RevokerEvidence
+
+/// Takes whole months of the trail out of the database (migrations 0020, 0022): writes them to
+/// an ``AuditArchive`` file, checks the file, and only then records what left and drops the
+/// months' partitions, in one transaction. Needs the schema owner's connection (only the owner
+/// may drop a partition).
+public struct AuditArchiver: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public struct Result: Sendable {
+        public var months: [String]
+        public var rows: Int
+        public var chains: Int
+        public var checkpoints: Int
+        public var sha256: [UInt8]
+    }
+
+    /// Archives every month before `before` (the first day of a month, UTC) to a new file at
+    /// `path`. Refuses the current month, and rows no checkpoint covers yet.
+    public func archive(before: Date, to path: String, progress: @Sendable (String) -> Void = { _ in }) async throws -> Result {
+        let logger = self.logger
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw RevokerStoreError(.conflict, "\(path) exists: an archive is never written over")
+        }
+        let months = try await self.months(before: before)
+        let checkpoints = try await AuditCheckpoints(client: client, logger: logger).all()
+        let slices = AuditCheckpointSlices(checkpoints)
+
+        // Which checkpoints the months' rows are under, and how many of each.
+        var counts: [Int: Int64] = [:]
+        var rows = 0
+        try await StoreDatabase.run(logger) {
+            let found = try await self.client.query(
+                "SELECT id, txid::text FROM revoker.audit_events WHERE occurred_at < \(before) ORDER BY id",
+                logger: logger
+            )
+            for try await (id, txid) in found.decode((Int64, String).self) {
+                guard let index = slices.slice(of: try AuditCheckpoints.txid(txid)) else {
+                    throw RevokerStoreError(
+                        .conflict,
+                        "audit row \(id) is not under a checkpoint yet (its transaction is still open, or no checkpoint was taken since): "
+                            + "archive after the next checkpoint"
+                    )
+                }
+                counts[index, default: 0] += 1
+                rows += 1
+            }
+        }
+        progress("\(rows) audit rows in \(months.joined(separator: ", ")) under \(counts.count) checkpoints")
+        let range = counts.isEmpty ? [] : Array(counts.keys.min()!...counts.keys.max()!)
+        let (archived, outside) = try await self.outside(range.map { checkpoints[$0] }, counts: range.map { counts[$0] ?? 0 }, before: before)
+
+        // The file, written beside its name and moved there once it checks.
+        let partial = path + ".partial"
+        try? FileManager.default.removeItem(atPath: partial)
+        let writer = try GzipLineWriter(path: partial)
+        let now = Date()
+        try writer.write(
+            try AuditArchive.Line.header(before: Self.format(before), months: months, createdAt: now.formatted(.iso8601)).json()
+        )
+        for index in range { try writer.write(try AuditArchive.Line.checkpoint(checkpoints[index]).json()) }
+        for (index, leaves) in zip(range, outside) {
+            for leaf in leaves {
+                try writer.write(try AuditArchive.Line.leaf(checkpoint: checkpoints[index].seq, id: leaf.id, hash: leaf.hash).json())
+            }
+        }
+        // Checkpoints that still cover rows here after this archive keep the archived leaves.
+        let split = Set(range.filter { (archived[checkpoints[$0].seq]?.rows ?? 0) + (counts[$0] ?? 0) < checkpoints[$0].rowCount })
+        var keptLeaves: [Int: [(id: Int64, hash: [UInt8])]] = [:]
+        var heads: [String: (seq: Int64, hash: [UInt8])] = [:]
+        var continuing: [String] = []
+        var (firstID, lastID): (Int64?, Int64?) = (nil, nil)
+        var written = 0
+        try await StoreDatabase.run(logger) {
+            let found = try await self.client.query(
+                "SELECT \(unescaped: AuditVerifier.rowColumns) FROM revoker.audit_events WHERE occurred_at < \(before) ORDER BY id",
+                logger: logger
+            )
+            for try await cells in found {
+                let (row, previous, hash) = try AuditVerifier.decodeRow(cells)
+                try writer.write(try AuditArchive.Line.row(row, previous: previous, hash: hash).json())
+                if heads[row.chainKey] == nil, row.chainSeq > 1 { continuing.append(row.chainKey) }
+                heads[row.chainKey] = (row.chainSeq, hash)
+                if let index = slices.slice(of: row.txid), split.contains(index) { keptLeaves[index, default: []].append((row.id, hash)) }
+                firstID = firstID ?? row.id
+                lastID = row.id
+                written += 1
+            }
+        }
+        guard written == rows else {
+            throw RevokerStoreError(.conflict, "rows of the archived months changed while they were read: nothing was dropped")
+        }
+        let starts = try await self.archivedHeads(continuing)
+        for chain in continuing {
+            guard let start = starts[chain] else { continue }
+            try writer.write(try AuditArchive.Line.start(chain: chain, seq: start.seq, hash: start.hash).json())
+        }
+        try writer.write(try AuditArchive.Line.end(rows: rows, chains: heads.count).json())
+        let sha256 = try writer.finish()
+        // Signatures were checked when the checkpoints were taken; here, that the file holds
+        // every row, chained and under its checkpoint's root, before anything is dropped.
+        let check = try AuditArchive.verify(path: partial, keys: nil)
+        guard check.valid, check.rows == rows else {
+            throw RevokerStoreError(
+                .unexpectedData,
+                "the archive written does not verify (\(check.problems.first ?? "row count differs")): nothing was dropped; run `revoker audit verify`",
+                detail: check.problems.prefix(5).joined(separator: "; ")
+            )
+        }
+        try FileManager.default.moveItem(atPath: partial, toPath: path)
+        progress("wrote \(path) (\(rows) rows, sha256 \(sha256.hex)); dropping \(months.count) months")
+
+        try await self.record(
+            before: before,
+            months: months,
+            file: URL(fileURLWithPath: path).lastPathComponent,
+            sha256: sha256,
+            rows: rows,
+            ids: (firstID, lastID),
+            heads: heads,
+            checkpoints: range.map { index in
+                let seq = checkpoints[index].seq
+                let total = (archived[seq]?.rows ?? 0) + (counts[index] ?? 0)
+                let leaves = split.contains(index) ? ((archived[seq]?.leaves ?? []) + (keptLeaves[index] ?? [])).sorted { $0.id < $1.id } : nil
+                return (seq, total, leaves)
+            }.filter { $0.1 > 0 }
+        )
+        return Result(months: months, rows: rows, chains: heads.count, checkpoints: range.count, sha256: sha256)
+    }
+
+    /// The partitions' months before `before`, oldest first; refuses this month and later.
+    private func months(before: Date) async throws -> [String] {
+        let logger = self.logger
+        let (names, current) = try await StoreDatabase.run(logger) {
+            let names = try await self.client.query(
+                """
+                SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'revoker.audit_events'::regclass ORDER BY c.relname
+                """,
+                logger: logger
+            ).collect().map { try $0.decode(String.self) }
+            let current = try await self.client.query("SELECT date_trunc('month', now(), 'UTC')", logger: logger).collect().first?.decode(Date.self)
+            return (names, current ?? Date())
+        }
+        guard before <= current else {
+            throw RevokerStoreError(
+                .invalidArgument,
+                "the current month (\(Self.format(current))) and later cannot be archived: rows are still written to it"
+            )
+        }
+        let limit = "audit_events_" + Self.format(before).replacingOccurrences(of: "-", with: "_")
+        let months = names.filter { $0 < limit }.map { String($0.dropFirst("audit_events_".count)).replacingOccurrences(of: "_", with: "-") }
+        guard !months.isEmpty else { throw RevokerStoreError(.notFound, "the trail holds no month before \(Self.format(before)) to archive") }
+        return months
+    }
+
+    /// For each checkpoint of `checkpoints` (with `counts` of its rows in this archive): what
+    /// earlier archives took, and the leaves of its rows not in this archive (still here, or in
+    /// an earlier archive), checked to be exactly the rest of its rows.
+    private func outside(
+        _ checkpoints: [AuditCheckpoint],
+        counts: [Int64],
+        before: Date
+    ) async throws
+        -> ([Int64: AuditCheckpoints.Archived], [[(id: Int64, hash: [UInt8])]])
+    {
+        let logger = self.logger
+        return try await StoreDatabase.run(logger) {
+            try await self.client.withConnection { connection in
+                let archived = try await AuditCheckpoints.archived(checkpoints.map(\.seq), on: connection, logger: logger)
+                var outside: [[(id: Int64, hash: [UInt8])]] = []
+                for (checkpoint, count) in zip(checkpoints, counts) {
+                    var leaves = archived[checkpoint.seq]?.leaves ?? []
+                    let earlier = archived[checkpoint.seq]?.rows ?? 0
+                    if earlier + count < checkpoint.rowCount {
+                        leaves += try await AuditCheckpoints.sliceRows(
+                            from: checkpoint.txidFrom,
+                            to: checkpoint.txidTo,
+                            late: checkpoint.lateTxids,
+                            open: checkpoint.openTxids,
+                            since: before,
+                            on: connection,
+                            logger: logger
+                        )
+                    }
+                    guard Int64(leaves.count) + count == checkpoint.rowCount else {
+                        throw RevokerStoreError(
+                            .unexpectedData,
+                            "checkpoint \(checkpoint.seq) signed \(checkpoint.rowCount) rows, the trail and earlier archives hold "
+                                + "\(Int64(leaves.count) + count): run `revoker audit verify`; nothing was archived"
+                        )
+                    }
+                    outside.append(leaves.sorted { $0.id < $1.id })
+                }
+                return (archived, outside)
+            }
+        }
+    }
+
+    /// The last archived row of each chain of `chains` that an earlier archive took.
+    private func archivedHeads(_ chains: [String]) async throws -> [String: (seq: Int64, hash: [UInt8])] {
+        guard !chains.isEmpty else { return [:] }
+        let logger = self.logger
+        return try await StoreDatabase.run(logger) {
+            var heads: [String: (seq: Int64, hash: [UInt8])] = [:]
+            let rows = try await self.client.query(
+                "SELECT chain_key, archived_seq, archived_hash FROM revoker.audit_chains WHERE chain_key = ANY(\(chains)) AND archived_seq IS NOT NULL",
+                logger: logger
+            )
+            for try await (chain, seq, hash) in rows.decode((String, Int64, Data).self) { heads[chain] = (seq, Array(hash)) }
+            return heads
+        }
+    }
+
+    /// What left, and the months dropped, in one transaction.
+    private func record(
+        before: Date,
+        months: [String],
+        file: String,
+        sha256: [UInt8],
+        rows: Int,
+        ids: (Int64?, Int64?),
+        heads: [String: (seq: Int64, hash: [UInt8])],
+        checkpoints: [(seq: Int64, rows: Int64, leaves: [(id: Int64, hash: [UInt8])]?)]
+    ) async throws {
+        let logger = self.logger
+        try await StoreDatabase.run(logger) {
+            try await self.client.withTransaction(logger: logger) { connection in
+                // Dropping a month waits for the trail's writers; a minute is more than any of them takes.
+                try await connection.query("SET LOCAL lock_timeout = '60s'", logger: logger)
+                let id = try await connection.query(
+                    """
+                    INSERT INTO revoker.audit_archives (before, months, file_name, file_sha256, row_count, first_id, last_id)
+                    VALUES (\(before), \(months), \(file), \(Data(sha256)), \(Int64(rows)), \(ids.0), \(ids.1))
+                    RETURNING id
+                    """,
+                    logger: logger
+                ).collect().first?.decode(Int64.self)
+                let entries = Array(heads)
+                for start in stride(from: 0, to: entries.count, by: 5_000) {
+                    let batch = entries[start..<min(start + 5_000, entries.count)]
+                    try await connection.query(
+                        """
+                        INSERT INTO revoker.audit_chains AS c (chain_key, last_seq, last_hash, archived_seq, archived_hash)
+                        SELECT k, s, decode(h, 'hex'), s, decode(h, 'hex')
+                        FROM unnest(\(batch.map(\.key))::text[], \(batch.map(\.value.seq))::int8[], \(batch.map(\.value.hash.hex))::text[]) AS t(k, s, h)
+                        ON CONFLICT (chain_key) DO UPDATE SET archived_seq = excluded.archived_seq, archived_hash = excluded.archived_hash
+                        """,
+                        logger: logger
+                    )
+                }
+                for checkpoint in checkpoints {
+                    let leaves = checkpoint.leaves.map { Data(AuditCheckpoints.Archived.encode($0)) }
+                    try await connection.query(
+                        """
+                        INSERT INTO revoker.audit_archived_checkpoints (seq, archive_id, archived_rows, leaves)
+                        VALUES (\(checkpoint.seq), \(id), \(checkpoint.rows), \(leaves))
+                        ON CONFLICT (seq) DO UPDATE SET archive_id = excluded.archive_id, archived_rows = excluded.archived_rows,
+                            leaves = excluded.leaves
+                        """,
+                        logger: logger
+                    )
+                }
+                for month in months {
+                    let name = "revoker.audit_events_" + month.replacingOccurrences(of: "-", with: "_")
+                    try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE revoker.audit_events DETACH PARTITION \(name)"), logger: logger)
+                    try await connection.query(PostgresQuery(unsafeSQL: "DROP TABLE \(name)"), logger: logger)
+                }
+                let note = "archived \(rows) rows of \(months.joined(separator: ", ")) to \(file) (sha256 \(sha256.hex))"
+                try await connection.query(
+                    "INSERT INTO revoker.audit_events (event, actor, detail) VALUES ('note', 'revoker', \(String(note.prefix(500))))",
+                    logger: logger
+                )
+            }
+        }
+    }
+
+    /// `YYYY-MM` of a month's first day (UTC).
+    static func format(_ month: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month], from: month)
+        return String(format: "%04d-%02d", parts.year!, parts.month!)
+    }
+
+    /// The first day (UTC) of month `text` (`YYYY-MM`), or nil.
+    public static func month(_ text: String) -> Date? {
+        let parts = text.split(separator: "-")
+        guard parts.count == 2, parts[0].count == 4, parts[1].count == 2, let year = Int(parts[0]), let month = Int(parts[1]),
+            (1...12).contains(month)
+        else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar.date(from: DateComponents(year: year, month: month, day: 1))
+    }
+}
