@@ -58,7 +58,7 @@ CHROMEDRIVER = os.environ.get("CHROMEDRIVER_BIN", "/usr/bin/chromedriver")
 WAIT = 15  # seconds for any one page to show what it should
 FINAL_STATES = {"succeeded", "failed", "cancelled"}
 CSV_COLUMNS = ["request_id", "requested_at", "requested_by", "client_id", "external_reference", "apple_user_id", "outcome",
-               "finished_at"]
+               "finished_at", "evidence_archive"]
 SECURITY_HEADERS_CHECKED = "CSP default-src 'none' without script-src, X-Frame-Options DENY, nosniff, no-store"
 
 KEYS = {name: (WORK / "keys" / f"{name}.key").read_text().strip() for name in ("compliance", "billing", "support", "custody")}

@@ -41,7 +41,7 @@ struct AuditArchiveTests {
         }
         requests["last-month"] = UUID()
         try await AuditPartitionTests.writeEarlier(requests["last-month"]!, monthsAgo: 1, rows: 4, db)
-        try await AuditPartitionTests.writeEarlier(requests["two-months"]!, monthsAgo: 1, rows: 1, db)
+        try await AuditPartitionTests.writeEarlier(requests["two-months"]!, monthsAgo: 1, rows: 1, continuing: true, db)
         _ = try #require(try await checkpoints.take(signer: signer, backdatedTo: firstDay(monthsAgo: 0).addingTimeInterval(-3_600)))
         try await db.client.query(
             "INSERT INTO revoker.audit_events (request_id, client_id, event, actor) VALUES (\(requests["across"]!), 'com.example.app', 'note', 't')"
@@ -79,6 +79,25 @@ struct AuditArchiveTests {
             #expect(left == [total - 13])
             let oldMonth = "revoker.audit_events_" + AuditPartitionTests.month(monthsAgo: 2)
             #expect(try await AuditPartitionTests.ints("SELECT count(*)::int FROM pg_class WHERE oid = to_regclass('\(oldMonth)')", db) == [0])
+            // The search finds archived requests by what the archive kept, and says where they are.
+            let search = AuditRequests(client: db.client, logger: Self.logger)
+            let oldOnes = try await search.search(AuditRequestSearch(externalReference: "old"))
+            #expect(oldOnes.requests.count == 6)
+            let firstName = URL(fileURLWithPath: first).lastPathComponent
+            #expect(oldOnes.requests.filter { $0.archive == firstName }.count == 5)
+            #expect(oldOnes.requests.filter { $0.archive == nil }.map(\.requestID) == [requests["last-month"]])
+            let live = try await search.search(AuditRequestSearch(externalReference: "now"))
+            #expect(live.requests.map(\.archive) == [nil])
+            var pages: [UUID] = []
+            var cursor: String?
+            repeat {
+                let page = try await search.search(AuditRequestSearch(cursor: cursor, limit: 2))
+                pages += page.requests.map(\.requestID)
+                cursor = page.nextCursor
+            } while cursor != nil
+            #expect(Set(pages) == Set(requests.values) && pages.count == requests.count, "every request once, live or archived")
+            #expect(try await search.archive(of: try #require(requests["old-3"]))?.file == firstName)
+            #expect(try await search.archive(of: try #require(requests["last-month"])) == nil)
             // Its month cannot come back, nor can a month before it.
             await #expect(throws: PSQLError.self) {
                 try await db.client.query("SELECT revoker.audit_add_partitions(now() - interval '3 months', now())").collect()

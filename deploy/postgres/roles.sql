@@ -66,7 +66,7 @@ GRANT EXECUTE ON FUNCTION revoker.prune_events(timestamptz, text[]) TO revoker_w
 -- checkpoints and reads all of it to verify.
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis TO revoker_worker;
 -- Migration 0022: what was archived, for verifying and for receipts of the rows still here.
-GRANT SELECT ON revoker.audit_archives, revoker.audit_archived_checkpoints TO revoker_worker;
+GRANT SELECT ON revoker.audit_archives, revoker.audit_archived_checkpoints, revoker.audit_archived_requests TO revoker_worker;
 GRANT SELECT, INSERT ON revoker.audit_checkpoints TO revoker_worker;
 -- Migration 0007: the chains' heads move when a checkpoint covers their rows, through the
 -- function only (SECURITY DEFINER), never by the service's hand.
@@ -113,7 +113,7 @@ GRANT SELECT ON revoker.deletion_states TO revoker_enqueuer;
 -- Auditor
 GRANT SELECT ON revoker.audit_events, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_checkpoints TO revoker_auditor;
-GRANT SELECT ON revoker.audit_archives, revoker.audit_archived_checkpoints TO revoker_auditor;
+GRANT SELECT ON revoker.audit_archives, revoker.audit_archived_checkpoints, revoker.audit_archived_requests TO revoker_auditor;
 -- `revoker audit verify` refuses to judge a trail whose schema this build does not know.
 GRANT SELECT ON revoker.schema_migrations TO revoker_auditor;
 -- Migration 0014: grants held, without their tokens.

@@ -206,7 +206,8 @@ struct CompliancePagesController {
                     clientID: found.clientID ?? "—",
                     userID: found.userID ?? "—",
                     outcome: found.outcome ?? "in progress",
-                    outcomeClass: UIFormat.outcomeClass(found.outcome)
+                    outcomeClass: UIFormat.outcomeClass(found.outcome),
+                    archive: found.archive
                 )
             }
             view.count = view.requests.count
@@ -234,14 +235,17 @@ struct CompliancePagesController {
         search.cursor = nil
         let requests = AuditRequests(client: database, logger: logger)
         let first = try await store { [search] in try await requests.search(search) }
-        let columns = ["request_id", "requested_at", "requested_by", "client_id", "external_reference", "apple_user_id", "outcome", "finished_at"]
+        let columns = [
+            "request_id", "requested_at", "requested_by", "client_id", "external_reference", "apple_user_id", "outcome", "finished_at",
+            "evidence_archive",
+        ]
         @Sendable func csv(_ page: AuditRequestPage) -> ByteBuffer {
             var text = ""
             for found in page.requests {
                 let values = [
                     found.requestID.uuidString.lowercased(), AuditExport.timestamp(found.requestedAt), found.requestedBy,
                     found.clientID ?? "", found.externalReference ?? "", found.userID ?? "", found.outcome ?? "",
-                    found.finishedAt.map(AuditExport.timestamp) ?? "",
+                    found.finishedAt.map(AuditExport.timestamp) ?? "", found.archive ?? "",
                 ]
                 text += values.map(AuditExport.csvField).joined(separator: ",") + "\r\n"
             }
@@ -279,7 +283,17 @@ struct CompliancePagesController {
             records += page.records
             query.cursor = page.nextCursor
         } while query.cursor != nil && records.count < 10_000
-        guard !records.isEmpty else { throw APIProblem.notFound("The audit trail has no revocation with this id.") }
+        guard !records.isEmpty else {
+            let requests = AuditRequests(client: database, logger: logger)
+            if let archived = try await store({ try await requests.archive(of: id) }) {
+                throw APIProblem.notFound(
+                    "This request's audit rows were archived on \(UIFormat.time(archived.archivedAt)) to \(archived.file) "
+                        + "(sha256 \(archived.sha256.hex)): `revoker audit receipt \(id.uuidString.lowercased()) --archive \(archived.file)` "
+                        + "issues its receipt from that file."
+                )
+            }
+            throw APIProblem.notFound("The audit trail has no revocation with this id.")
+        }
         return records
     }
 

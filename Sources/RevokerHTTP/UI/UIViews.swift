@@ -45,6 +45,8 @@ struct UISearchView {
         var userID: String
         var outcome: String
         var outcomeClass: String
+        /// The archive file that holds its audit rows, once archived.
+        var archive: String?
     }
 
     var frame: UIFrame?

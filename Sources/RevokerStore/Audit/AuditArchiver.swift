@@ -80,6 +80,7 @@ public struct AuditArchiver: Sendable {
         var continuing: [String] = []
         var (firstID, lastID): (Int64?, Int64?) = (nil, nil)
         var written = 0
+        var requests: [UUID: ArchivedRequest] = [:]
         try await StoreDatabase.run(logger) {
             let found = try await self.client.query(
                 "SELECT \(unescaped: AuditVerifier.rowColumns) FROM revoker.audit_events WHERE occurred_at < \(before) ORDER BY id",
@@ -91,6 +92,13 @@ public struct AuditArchiver: Sendable {
                 if heads[row.chainKey] == nil, row.chainSeq > 1 { continuing.append(row.chainKey) }
                 heads[row.chainKey] = (row.chainSeq, hash)
                 if let index = slices.slice(of: row.txid), split.contains(index) { keptLeaves[index, default: []].append((row.id, hash)) }
+                if let request = row.requestID, row.chainKey == request.uuidString.lowercased() {
+                    if row.event == "enqueued" {
+                        requests[request] = ArchivedRequest(enqueued: row)
+                    } else {
+                        requests[request]?.take(row)
+                    }
+                }
                 firstID = firstID ?? row.id
                 lastID = row.id
                 written += 1
@@ -127,6 +135,7 @@ public struct AuditArchiver: Sendable {
             rows: rows,
             ids: (firstID, lastID),
             heads: heads,
+            requests: Array(requests.values),
             checkpoints: range.map { index in
                 let seq = checkpoints[index].seq
                 let total = (archived[seq]?.rows ?? 0) + (counts[index] ?? 0)
@@ -230,6 +239,7 @@ public struct AuditArchiver: Sendable {
         rows: Int,
         ids: (Int64?, Int64?),
         heads: [String: (seq: Int64, hash: [UInt8])],
+        requests: [ArchivedRequest],
         checkpoints: [(seq: Int64, rows: Int64, leaves: [(id: Int64, hash: [UInt8])]?)]
     ) async throws {
         let logger = self.logger
@@ -254,6 +264,25 @@ public struct AuditArchiver: Sendable {
                         SELECT k, s, decode(h, 'hex'), s, decode(h, 'hex')
                         FROM unnest(\(batch.map(\.key))::text[], \(batch.map(\.value.seq))::int8[], \(batch.map(\.value.hash.hex))::text[]) AS t(k, s, h)
                         ON CONFLICT (chain_key) DO UPDATE SET archived_seq = excluded.archived_seq, archived_hash = excluded.archived_hash
+                        """,
+                        logger: logger
+                    )
+                }
+                for start in stride(from: 0, to: requests.count, by: 5_000) {
+                    let batch = requests[start..<min(start + 5_000, requests.count)]
+                    let rows = String(decoding: try JSONEncoder().encode(Array(batch)), as: UTF8.self)
+                    try await connection.query(
+                        """
+                        INSERT INTO revoker.audit_archived_requests
+                            (request_id, archive_id, enqueued_id, requested_at, requested_by, client_id, external_reference, user_id,
+                             outcome, finished_at)
+                        SELECT request_id, \(id), enqueued_id, timestamptz 'epoch' + requested_at_us * interval '1 microsecond',
+                               requested_by, client_id, external_reference, user_id, outcome,
+                               timestamptz 'epoch' + finished_at_us * interval '1 microsecond'
+                        FROM jsonb_to_recordset(\(rows)::jsonb) AS t(
+                            request_id uuid, enqueued_id int8, requested_at_us int8, requested_by text, client_id text,
+                            external_reference text, user_id text, outcome text, finished_at_us int8)
+                        ON CONFLICT (request_id) DO NOTHING
                         """,
                         logger: logger
                     )
@@ -301,5 +330,48 @@ public struct AuditArchiver: Sendable {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         return calendar.date(from: DateComponents(year: year, month: month, day: 1))
+    }
+
+    /// A request as the compliance search shows it, from its archived rows.
+    struct ArchivedRequest: Encodable {
+        var requestID: UUID
+        var enqueuedID: Int64
+        var requestedAtMicros: Int64
+        var requestedBy: String
+        var clientID: String?
+        var reference: String?
+        var userID: String?
+        var outcome: String?
+        var finishedAtMicros: Int64?
+
+        init(enqueued row: AuditChainRow) {
+            requestID = row.requestID!
+            enqueuedID = row.id
+            requestedAtMicros = row.occurredAtMicros
+            requestedBy = row.actor
+            clientID = row.clientID
+            reference = row.externalReference
+            userID = row.userID
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case requestID = "request_id"
+            case enqueuedID = "enqueued_id"
+            case requestedAtMicros = "requested_at_us"
+            case requestedBy = "requested_by"
+            case clientID = "client_id"
+            case reference = "external_reference"
+            case userID = "user_id"
+            case outcome
+            case finishedAtMicros = "finished_at_us"
+        }
+
+        mutating func take(_ row: AuditChainRow) {
+            if let user = row.userID { userID = user }
+            if AuditReceipt.finalEvents.contains(row.event) {
+                outcome = AuditReceipt.outcome(event: row.event, detail: row.detail) ?? row.event
+                finishedAtMicros = row.occurredAtMicros
+            }
+        }
     }
 }

@@ -21,6 +21,8 @@ public struct AuditRequestSummary: Sendable, Hashable {
     public var outcome: String?
     /// When it ended; nil while in progress.
     public var finishedAt: Date?
+    /// The archive file that holds its audit rows (`revoker audit archive`); nil while they are here.
+    public var archive: String? = nil
 }
 
 /// What compliance staff search for. Every criterion is optional; all given ones must hold.
@@ -113,36 +115,87 @@ public struct AuditRequests: Sendable {
             return "$\(binds.count)"
         }
         var conditions = ["e.event = 'enqueued'", "e.request_id IS NOT NULL"]
-        if let value = search.externalReference { try conditions.append("e.external_reference = \(bind(value))") }
-        if let value = search.clientID { try conditions.append("e.client_id = \(bind(value))") }
-        if let value = search.clientIDs { try conditions.append("e.client_id = ANY(\(bind(value))::text[])") }
+        // Archived requests (migration 0022) are found by what the archive kept of them.
+        var archived: [String] = []
+        if let value = search.externalReference {
+            let placeholder = try bind(value)
+            conditions.append("e.external_reference = \(placeholder)")
+            archived.append("r.external_reference = \(placeholder)")
+        }
+        if let value = search.clientID {
+            let placeholder = try bind(value)
+            conditions.append("e.client_id = \(placeholder)")
+            archived.append("r.client_id = \(placeholder)")
+        }
+        if let value = search.clientIDs {
+            let placeholder = try bind(value)
+            conditions.append("e.client_id = ANY(\(placeholder)::text[])")
+            archived.append("r.client_id = ANY(\(placeholder)::text[])")
+        }
         if let value = search.userID {
-            try conditions.append("e.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(bind(value)))")
+            let placeholder = try bind(value)
+            conditions.append("e.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(placeholder))")
+            archived.append("r.user_id = \(placeholder)")
         }
-        if let value = search.from { try conditions.append("e.occurred_at >= \(bind(value))") }
-        if let value = search.to { try conditions.append("e.occurred_at < \(bind(value))") }
+        if let value = search.from {
+            let placeholder = try bind(value)
+            conditions.append("e.occurred_at >= \(placeholder)")
+            archived.append("r.requested_at >= \(placeholder)")
+        }
+        if let value = search.to {
+            let placeholder = try bind(value)
+            conditions.append("e.occurred_at < \(placeholder)")
+            archived.append("r.requested_at < \(placeholder)")
+        }
         if let (micros, id) = cursor {
-            try conditions.append("(e.occurred_at, e.id) < (timestamptz 'epoch' + \(bind(micros)) * interval '1 microsecond', \(bind(id)))")
+            let (at, row) = (try bind(micros), try bind(id))
+            conditions.append("(e.occurred_at, e.id) < (timestamptz 'epoch' + \(at) * interval '1 microsecond', \(row))")
+            archived.append("(r.requested_at, r.enqueued_id) < (timestamptz 'epoch' + \(at) * interval '1 microsecond', \(row))")
         }
-        if let outcome { try conditions.append("\(Self.outcomeSQL) = \(bind(outcome))") }
-        if onlyInProgress { conditions.append("f.event IS NULL") }
+        if let outcome {
+            let placeholder = try bind(outcome)
+            conditions.append("\(Self.outcomeSQL) = \(placeholder)")
+            archived.append("coalesce(r.outcome, \(Self.outcomeSQL)) = \(placeholder)")
+        }
+        if onlyInProgress {
+            conditions.append("f.event IS NULL")
+            archived.append("r.outcome IS NULL AND f.event IS NULL")
+        }
         let limit = try bind(search.limit + 1)
+        // A request's final row may still be here when its first rows were archived.
+        let finalRow = { (request: String) in
+            """
+            LEFT JOIN LATERAL (
+                SELECT x.event, x.detail, x.occurred_at FROM revoker.audit_events x
+                WHERE x.request_id = \(request) AND x.event IN ('succeeded', 'failed', 'cancelled')
+                ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1
+            ) f ON true
+            """
+        }
         let sql = PostgresQuery(
             unsafeSQL: """
-                SELECT e.request_id, e.id, \(SQLTime.micros("e.occurred_at")), e.actor, e.client_id,
+                (SELECT e.request_id, e.id, \(SQLTime.micros("e.occurred_at")), e.actor, e.client_id,
                        e.external_reference,
                        coalesce((SELECT u.apple_user_id FROM revoker.audit_events u
                                  WHERE u.request_id = e.request_id AND u.apple_user_id IS NOT NULL
                                  ORDER BY u.occurred_at DESC, u.id DESC LIMIT 1), e.apple_user_id),
-                       \(Self.outcomeSQL), \(SQLTime.micros("f.occurred_at"))
+                       \(Self.outcomeSQL), \(SQLTime.micros("f.occurred_at")), NULL::text
                 FROM revoker.audit_events e
-                LEFT JOIN LATERAL (
-                    SELECT x.event, x.detail, x.occurred_at FROM revoker.audit_events x
-                    WHERE x.request_id = e.request_id AND x.event IN ('succeeded', 'failed', 'cancelled')
-                    ORDER BY x.occurred_at DESC, x.id DESC LIMIT 1
-                ) f ON true
+                \(finalRow("e.request_id"))
                 WHERE \(conditions.joined(separator: "\n  AND "))
                 ORDER BY e.occurred_at DESC, e.id DESC
+                LIMIT \(limit))
+                UNION ALL
+                (SELECT r.request_id, r.enqueued_id, \(SQLTime.micros("r.requested_at")), r.requested_by, r.client_id,
+                       r.external_reference, r.user_id, coalesce(r.outcome, \(Self.outcomeSQL)),
+                       \(SQLTime.micros("coalesce(r.finished_at, f.occurred_at)")), h.file_name
+                FROM revoker.audit_archived_requests r
+                JOIN revoker.audit_archives h ON h.id = r.archive_id
+                \(finalRow("r.request_id"))
+                \(archived.isEmpty ? "" : "WHERE " + archived.joined(separator: "\n  AND "))
+                ORDER BY r.requested_at DESC, r.enqueued_id DESC
+                LIMIT \(limit))
+                ORDER BY 3 DESC, 2 DESC
                 LIMIT \(limit)
                 """,
             binds: binds
@@ -152,8 +205,8 @@ public struct AuditRequests: Sendable {
         }
         var found: [(summary: AuditRequestSummary, id: Int64, micros: Int64)] = []
         for row in rows {
-            let (requestID, id, micros, actor, clientID, reference, userID, outcome, finished) = try row.decode(
-                (UUID, Int64, Int64, String, String?, String?, String?, String?, Int64?).self
+            let (requestID, id, micros, actor, clientID, reference, userID, outcome, finished, archive) = try row.decode(
+                (UUID, Int64, Int64, String, String?, String?, String?, String?, Int64?, String?).self
             )
             let summary = AuditRequestSummary(
                 requestID: requestID,
@@ -163,7 +216,8 @@ public struct AuditRequests: Sendable {
                 externalReference: reference,
                 userID: userID,
                 outcome: outcome,
-                finishedAt: finished.map(Self.date)
+                finishedAt: finished.map(Self.date),
+                archive: archive
             )
             found.append((summary, id, micros))
         }
@@ -173,6 +227,25 @@ public struct AuditRequests: Sendable {
             next = found.last.map { AuditLog.encodeCursor(micros: $0.micros, id: $0.id) }
         }
         return AuditRequestPage(requests: found.map(\.summary), nextCursor: next)
+    }
+
+    /// Where the audit rows of request `id` went when an archive took them: the file, its
+    /// SHA-256 and when; nil when they were not archived.
+    public func archive(of id: UUID, logger: Logger? = nil) async throws -> (file: String, sha256: [UInt8], archivedAt: Date)? {
+        let logger = logger ?? self.logger
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                SELECT h.file_name, h.file_sha256, h.archived_at FROM revoker.audit_archived_requests r
+                JOIN revoker.audit_archives h ON h.id = r.archive_id WHERE r.request_id = \(id)
+                """,
+                logger: logger
+            ).collect()
+        }
+        return try rows.first.map { row in
+            let (file, sha256, at) = try row.decode((String, Data, Date).self)
+            return (file, Array(sha256), at)
+        }
     }
 
     /// Requests that failed since `since`, counted by outcome, most frequent first.

@@ -12,6 +12,8 @@
 --     many; for one that also covers rows still here (or in a later archive), the archived
 --     rows' leaves (id, 8 bytes big-endian, then the 32-byte hash, in id order), so that its
 --     Merkle root is still recomputed from what is here.
+--   - revoker.audit_archived_requests: each archived request as the compliance search shows it,
+--     with the archive that holds its rows.
 -- The checkpoints themselves stay: after the file is deleted at the end of retention, they
 -- still show that rows existed, how many, and under which root.
 
@@ -42,6 +44,25 @@ CREATE TABLE revoker.audit_archived_checkpoints (
     archived_rows  bigint NOT NULL CHECK (archived_rows >= 1),
     leaves         bytea  CHECK (octet_length(leaves) % 40 = 0)
 );
+-- What the compliance search finds of an archived request (its enqueued row's id and time
+-- keep the search's order and cursor), and in which archive its rows now are.
+CREATE TABLE revoker.audit_archived_requests (
+    request_id          uuid        PRIMARY KEY,
+    archive_id          bigint      NOT NULL REFERENCES revoker.audit_archives (id),
+    enqueued_id         bigint      NOT NULL,
+    requested_at        timestamptz NOT NULL,
+    requested_by        text        NOT NULL,
+    client_id           text,
+    external_reference  text,
+    user_id             text,
+    outcome             text,
+    finished_at         timestamptz
+);
+CREATE INDEX audit_archived_requests_requested ON revoker.audit_archived_requests (requested_at, enqueued_id);
+CREATE INDEX audit_archived_requests_reference ON revoker.audit_archived_requests (external_reference, requested_at);
+CREATE INDEX audit_archived_requests_user ON revoker.audit_archived_requests (user_id, requested_at) WHERE user_id IS NOT NULL;
+CREATE INDEX audit_archived_requests_client ON revoker.audit_archived_requests (client_id, requested_at);
+
 CREATE TRIGGER audit_archived_checkpoints_no_truncate BEFORE TRUNCATE ON revoker.audit_archived_checkpoints
     FOR EACH STATEMENT EXECUTE FUNCTION revoker.refuse_change();
 
