@@ -279,7 +279,9 @@ struct CompliancePagesTests {
             let csv = try await browser.get("/ui/search.csv", cookies: cookies)
             #expect(csv.status == 200 && csv.headers.first(name: "Content-Disposition")?.hasPrefix("attachment;") == true)
             let lines = csv.text.split(separator: "\r\n")
-            #expect(lines.first == "request_id,requested_at,requested_by,client_id,external_reference,apple_user_id,outcome,finished_at,evidence_archive")
+            #expect(
+                lines.first == "request_id,requested_at,requested_by,client_id,external_reference,apple_user_id,outcome,finished_at,evidence_archive"
+            )
             #expect(lines.count == 4)
             #expect(csv.text.contains(",'=HYPERLINK(1),"), "\(csv.text)")
             #expect(csv.text.contains(",cancelled,"))
