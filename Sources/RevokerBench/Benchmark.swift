@@ -157,7 +157,7 @@ public struct Benchmark: Sendable {
             ALTER COLUMN prev_hash DROP NOT NULL, ALTER COLUMN hash DROP NOT NULL, ALTER COLUMN txid DROP NOT NULL
         """,
         """
-        \(marker) CREATE OR REPLACE FUNCTION revoker.audit_events_stamp() RETURNS trigger
+        \(marker) CREATE OR REPLACE FUNCTION revoker.audit_events_stamp_unchained() RETURNS trigger
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
         AS $$
         BEGIN
@@ -167,6 +167,18 @@ public struct Benchmark: Sendable {
             RETURN NEW;
         END;
         $$
+        """,
+        // Each month's partition has its own stamp (migration 0020).
+        """
+        \(marker) DO $$
+        DECLARE partition text;
+        BEGIN
+            FOR partition IN SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                             WHERE i.inhparent = 'revoker.audit_events'::regclass LOOP
+                EXECUTE format('CREATE OR REPLACE TRIGGER audit_events_stamp BEFORE INSERT ON revoker.%I '
+                               'FOR EACH ROW EXECUTE FUNCTION revoker.audit_events_stamp_unchained()', partition);
+            END LOOP;
+        END $$
         """,
     ]
 

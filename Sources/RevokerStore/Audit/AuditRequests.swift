@@ -117,46 +117,28 @@ public struct AuditRequests: Sendable {
         var conditions = ["e.event = 'enqueued'", "e.request_id IS NOT NULL"]
         // Archived requests (migration 0022) are found by what the archive kept of them.
         var archived: [String] = []
-        if let value = search.externalReference {
+        func filter<Value: PostgresEncodable>(_ value: Value?, live: (String) -> String, archive: (String) -> String) throws {
+            guard let value else { return }
             let placeholder = try bind(value)
-            conditions.append("e.external_reference = \(placeholder)")
-            archived.append("r.external_reference = \(placeholder)")
+            conditions.append(live(placeholder))
+            archived.append(archive(placeholder))
         }
-        if let value = search.clientID {
-            let placeholder = try bind(value)
-            conditions.append("e.client_id = \(placeholder)")
-            archived.append("r.client_id = \(placeholder)")
-        }
-        if let value = search.clientIDs {
-            let placeholder = try bind(value)
-            conditions.append("e.client_id = ANY(\(placeholder)::text[])")
-            archived.append("r.client_id = ANY(\(placeholder)::text[])")
-        }
-        if let value = search.userID {
-            let placeholder = try bind(value)
-            conditions.append("e.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(placeholder))")
-            archived.append("r.user_id = \(placeholder)")
-        }
-        if let value = search.from {
-            let placeholder = try bind(value)
-            conditions.append("e.occurred_at >= \(placeholder)")
-            archived.append("r.requested_at >= \(placeholder)")
-        }
-        if let value = search.to {
-            let placeholder = try bind(value)
-            conditions.append("e.occurred_at < \(placeholder)")
-            archived.append("r.requested_at < \(placeholder)")
-        }
+        try filter(search.externalReference, live: { "e.external_reference = \($0)" }, archive: { "r.external_reference = \($0)" })
+        try filter(search.clientID, live: { "e.client_id = \($0)" }, archive: { "r.client_id = \($0)" })
+        try filter(search.clientIDs, live: { "e.client_id = ANY(\($0)::text[])" }, archive: { "r.client_id = ANY(\($0)::text[])" })
+        try filter(
+            search.userID,
+            live: { "e.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \($0))" },
+            archive: { "r.user_id = \($0)" }
+        )
+        try filter(search.from, live: { "e.occurred_at >= \($0)" }, archive: { "r.requested_at >= \($0)" })
+        try filter(search.to, live: { "e.occurred_at < \($0)" }, archive: { "r.requested_at < \($0)" })
         if let (micros, id) = cursor {
             let (at, row) = (try bind(micros), try bind(id))
             conditions.append("(e.occurred_at, e.id) < (timestamptz 'epoch' + \(at) * interval '1 microsecond', \(row))")
             archived.append("(r.requested_at, r.enqueued_id) < (timestamptz 'epoch' + \(at) * interval '1 microsecond', \(row))")
         }
-        if let outcome {
-            let placeholder = try bind(outcome)
-            conditions.append("\(Self.outcomeSQL) = \(placeholder)")
-            archived.append("coalesce(r.outcome, \(Self.outcomeSQL)) = \(placeholder)")
-        }
+        try filter(outcome, live: { "\(Self.outcomeSQL) = \($0)" }, archive: { "coalesce(r.outcome, \(Self.outcomeSQL)) = \($0)" })
         if onlyInProgress {
             conditions.append("f.event IS NULL")
             archived.append("r.outcome IS NULL AND f.event IS NULL")
