@@ -197,11 +197,16 @@ class Stack:
 
 
 def measure_size():
+    # A partitioned table (the trail, by month) is counted as the sum of its partitions.
     rows = sql(DATABASE, """
-        SELECT c.relname, pg_relation_size(c.oid), coalesce((SELECT sum(pg_relation_size(i.indexrelid)) FROM pg_index i
-               WHERE i.indrelid = c.oid), 0) + coalesce(pg_relation_size(c.reltoastrelid), 0), c.reltuples::bigint
+        SELECT coalesce(p.relname, c.relname), sum(pg_relation_size(c.oid)),
+               sum(coalesce((SELECT sum(pg_relation_size(i.indexrelid)) FROM pg_index i WHERE i.indrelid = c.oid), 0)
+                   + coalesce(pg_relation_size(c.reltoastrelid), 0)),
+               sum(greatest(c.reltuples, 0))::bigint
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-        WHERE n.nspname = 'revoker' AND c.relkind = 'r' ORDER BY pg_total_relation_size(c.oid) DESC""")
+        LEFT JOIN pg_inherits h ON h.inhrelid = c.oid LEFT JOIN pg_class p ON p.oid = h.inhparent
+        WHERE n.nspname = 'revoker' AND c.relkind = 'r'
+        GROUP BY 1 ORDER BY sum(pg_total_relation_size(c.oid)) DESC""")
     tables = {name: {"table_bytes": int(t), "index_bytes": int(i), "rows": int(n)} for name, t, i, n in rows}
     counts = sql(DATABASE, """SELECT (SELECT count(*) FROM revoker.audit_events),
         (SELECT count(*) FROM revoker.revocation_requests WHERE purpose = 'revoke'),
