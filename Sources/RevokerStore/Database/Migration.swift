@@ -89,5 +89,6 @@ public struct Migration: Sendable, Hashable {
         ),
         Migration(version: 18, name: "0018_years_of_data", sql: String(decoding: PackageResources._018_years_of_data_sql, as: UTF8.self)),
         Migration(version: 19, name: "0019_kept_counts", sql: String(decoding: PackageResources._019_kept_counts_sql, as: UTF8.self)),
+        Migration(version: 21, name: "0021_trace_context", sql: String(decoding: PackageResources._021_trace_context_sql, as: UTF8.self)),
     ]
 }
