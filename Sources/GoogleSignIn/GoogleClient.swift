@@ -151,6 +151,7 @@ public struct GoogleClient: Sendable {
     ) async throws -> ProviderTransport.Response {
         let transport = ProviderTransport(
             httpClient: clients.next(),
+            provider: .google,
             timeout: configuration.timeout,
             userAgent: configuration.userAgent,
             maximumResponseBytes: configuration.maximumResponseBytes,

@@ -106,7 +106,13 @@ public struct RevokerApp: Sendable {
 
         // Every service is named: otherwise ServiceLifecycle describes each one by reflecting
         // over all its fields, which once crashed the test suite (a null array in the reflection).
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: database, serviceName: "database")]
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // First, so that it stops last: it flushes the spans of every part that ends before it
+        // (a drain's end, SIGTERM). Only serving processes trace; one-shot commands do not.
+        if !parts.isEmpty, let exporter = try TracingBootstrap.start(configuration.tracing, logger: logger) {
+            services.append(.init(service: exporter, serviceName: "tracing"))
+        }
+        services.append(.init(service: database, serviceName: "database"))
         // Right after the database: at shutdown it stops after every writer, so its last
         // checkpoint covers their rows.
         // One signer per process: what it signed is what the next checkpoint must extend.
@@ -209,6 +215,7 @@ public struct RevokerApp: Sendable {
                 webhookApps: Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) }),
                 auditKeys: configuration.audit.verificationKeys,
                 auditSigner: signer,
+                traced: TracingBootstrap.isBootstrapped,
                 logger: logger
             )
             self.api = api

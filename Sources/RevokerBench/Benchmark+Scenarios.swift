@@ -35,7 +35,15 @@ extension Benchmark {
     // MARK: Drain
 
     /// Enqueues a backlog of live grants, then lets `processes` workers drain it while measuring.
-    func measureDrain(latency: Int, processes: Int, google: Bool = false, transport: SandboxTransport? = nil) async throws -> BenchmarkReport.Drain {
+    /// - Parameter tracing: whether the workers trace (an OTLP receiver, its spans sampled at the
+    ///   ratio) or not (nil): what tracing costs.
+    func measureDrain(
+        latency: Int,
+        processes: Int,
+        google: Bool = false,
+        transport: SandboxTransport? = nil,
+        tracing: OTLPReceiver.Sampling? = nil
+    ) async throws -> BenchmarkReport.Drain {
         let concurrency = options.concurrency(atLatency: latency)
         let batch = min(options.batchSize, concurrency)
         let worker: [String: any Sendable] = ["concurrency": concurrency, "batch_size": batch]
@@ -66,7 +74,11 @@ extension Benchmark {
             var peakConnections = ownConnections
 
             var peakOpenFiles = 0
-            let (workerCPU, peakRSS, polls, postgresCPUUsed, ownCPUUsed) = try await withWorkers(processes, stage: stage) { workers in
+            let (workerCPU, peakRSS, polls, postgresCPUUsed, ownCPUUsed) = try await withWorkers(
+                processes,
+                stage: stage,
+                environment: tracing?.environment ?? [:]
+            ) { workers in
                 var cpu = [Double](repeating: 0, count: workers.count)
                 var rss = [Int](repeating: 0, count: workers.count)
                 let deadline = ContinuousClock.now + .seconds(options.drainTimeoutSeconds)
@@ -309,5 +321,32 @@ struct DrainOutcome {
         let unrevoked = grants.filter { reports[$0.grantID]?.revoked != true }.count
         if unrevoked > 0 { problems.append("the sandbox saw \(unrevoked) of \(grants.count) grants not revoked") }
         return problems
+    }
+}
+
+extension Benchmark {
+    /// The same drain with tracing off and on at each ratio of ``BenchmarkOptions/tracingRatios``,
+    /// the workers exporting to one OTLP receiver: what tracing costs.
+    func measureTracing() async throws -> [BenchmarkReport.Drain] {
+        try await OTLPReceiver.with { receiver in
+            var drains: [BenchmarkReport.Drain] = []
+            for ratio in options.tracingRatios {
+                let label = ratio.map { String(format: "%g%%", $0 * 100) } ?? "off"
+                let latency = options.tracingLatencyMilliseconds
+                progress("drain: \(options.requests) requests, latency \(latency) ms, 1 worker process, tracing \(label)")
+                let before = try receiver.spans().count
+                var drain = try await measureDrain(
+                    latency: latency,
+                    processes: 1,
+                    tracing: ratio.map { OTLPReceiver.Sampling(receiver: receiver, ratio: $0) }
+                )
+                // The workers flush their spans as they stop.
+                drain.tracing = label
+                drain.spansExported = try receiver.spans().count - before
+                progress("  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s, \(drain.spansExported ?? 0) spans exported")
+                drains.append(drain)
+            }
+            return drains
+        }
     }
 }

@@ -86,6 +86,9 @@ public struct Benchmark: Sendable {
             )
             drains.append(drain)
         }
+        if !options.tracingRatios.isEmpty {
+            drains += try await measureTracing()
+        }
         var pickup: BenchmarkReport.Pickup?
         if options.pickupSamples > 0 {
             progress("pickup: \(options.pickupSamples) single requests on an idle worker")
@@ -196,10 +199,16 @@ public struct Benchmark: Sendable {
         return try await client.query(marked, logger: logger).collect().first?.decode(Int.self) ?? 0
     }
 
-    /// `revoker work` processes on the stage; stopped (SIGTERM, then SIGKILL) when `body` returns.
-    func withWorkers<T: Sendable>(_ count: Int, stage: Stage, _ body: ([RevokerProcess]) async throws -> T) async throws -> T {
+    /// `revoker work` processes on the stage (`environment` added to theirs); stopped (SIGTERM,
+    /// then SIGKILL) when `body` returns.
+    func withWorkers<T: Sendable>(
+        _ count: Int,
+        stage: Stage,
+        environment: [String: String] = [:],
+        _ body: ([RevokerProcess]) async throws -> T
+    ) async throws -> T {
         let workers = try (0..<count).map { _ in
-            try RevokerProcess(["work", "--log-level", "error"], environment: stage.environment, binary: options.binary)
+            try RevokerProcess(["work", "--log-level", "error"], environment: stage.environment.merging(environment) { $1 }, binary: options.binary)
         }
         do {
             let result = try await body(workers)

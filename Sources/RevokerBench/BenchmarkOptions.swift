@@ -55,6 +55,12 @@ public struct BenchmarkOptions: Sendable {
     public var custodyAccounts = 300
     /// Accounts whose deletion is timed alone, one after another (the rest go together).
     public var custodyDeletionSamples = 50
+    /// Tracing drains: one drain (by one worker process, at ``tracingLatencyMilliseconds``) per entry,
+    /// with tracing off (nil) or on at that sampling ratio, exporting to an OTLP receiver
+    /// (`scripts/otlp-receiver`); empty skips them.
+    public var tracingRatios: [Double?] = []
+    /// The sandbox's latency in the tracing drains.
+    public var tracingLatencyMilliseconds = 0
     /// Accounts of the custody run whose worker is SIGKILLed in each phase (at ``recoveryLatencyMilliseconds``); 0 skips it.
     public var custodyKillAccounts = 100
 

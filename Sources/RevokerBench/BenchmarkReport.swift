@@ -65,6 +65,11 @@ public struct BenchmarkReport: Codable, Sendable {
         public var workload: String?
         /// How the workers reached the sandbox: `http1` (plain) or `https` (TLS, HTTP/2 negotiated).
         public var transport: String?
+        /// Tracing in the workers: `off`, or the share of traces sampled and exported (`100%`, `1%`);
+        /// nil in drains that did not compare it.
+        public var tracing: String? = nil
+        /// Spans the OTLP receiver got during the drain.
+        public var spansExported: Int? = nil
         /// The most connections the workers held open to the sandbox at one time (sampled every 100 ms).
         public var providerConnections: Int?
         /// The most descriptors one worker process held open (sockets, files, pipes; sampled every 100 ms).
@@ -240,7 +245,7 @@ extension BenchmarkReport {
             "grants", "via", "conns", "fds", "latency ms", "procs", "conc", "rev/s", "p50 ms", "p95 ms", "p99 ms", "RSS MB", "CPU s/1k", "PG CPU/1k",
             "stmts/rev",
             "xacts/rev",
-            "audit", "valid",
+            "audit", "tracing", "valid",
         ]
         var rows = [header]
         for drain in drains {
@@ -253,7 +258,8 @@ extension BenchmarkReport {
                 Self.decimal(drain.workerPeakRSSMegabytes, 1), Self.decimal(drain.workerCPUSecondsPer1000, 2),
                 Self.decimal(drain.postgresCPUSecondsPer1000, 2), drain.statementsPerRevocation.map { Self.decimal($0, 2) } ?? "-",
                 Self.decimal(drain.transactionsPerRevocation, 2),
-                drain.auditChain ? drain.auditRowsVerified.map { "\($0) ok" } ?? "NOT OK" : "no chain", drain.valid ? "yes" : "NO",
+                drain.auditChain ? drain.auditRowsVerified.map { "\($0) ok" } ?? "NOT OK" : "no chain",
+                drain.tracing.map { tracing in drain.spansExported.map { "\(tracing) (\($0) spans)" } ?? tracing } ?? "-", drain.valid ? "yes" : "NO",
             ])
         }
         lines.append(

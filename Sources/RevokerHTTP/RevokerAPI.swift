@@ -29,6 +29,8 @@ public struct RevokerAPI: Sendable {
     let events: EventsController
     let inboxes: InboxController
     let pages: CompliancePagesController?
+    /// Whether requests are traced: off, the API makes no span at all.
+    let traced: Bool
 
     /// - Parameters:
     ///   - queue: where enqueued requests go (its sealer seals their credentials).
@@ -41,6 +43,7 @@ public struct RevokerAPI: Sendable {
     ///   - webhookApps: each webhook endpoint's apps, by endpoint name.
     ///   - auditKeys: the public keys that verify the audit trail's checkpoints.
     ///   - auditSigner: signs receipts (and the checkpoints they need); without it there are none.
+    ///   - traced: whether a tracer is bootstrapped: each request is then a span (``RequestTracingMiddleware``).
     public init(
         database: PostgresClient,
         queue: RevocationQueue,
@@ -53,8 +56,10 @@ public struct RevokerAPI: Sendable {
         webhookApps: [String: Set<String>] = [:],
         auditKeys: [AuditPublicKey] = [],
         auditSigner: AuditSigner? = nil,
+        traced: Bool = false,
         logger: Logger
     ) {
+        self.traced = traced
         let keys = APIKeys(keys: settings.apiKeys)
         let metrics = APIMetrics(factory: PrometheusMetricsFactory(registry: registry))
         let store = DatabaseDeadline(limit: settings.databaseTimeout, metrics: metrics)
@@ -164,6 +169,8 @@ public struct RevokerAPI: Sendable {
     /// The routes.
     public func router() -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
+        // First, so that its span covers the others and sees the answer they make of an error.
+        if traced { router.add(middleware: RequestTracingMiddleware()) }
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ProblemMiddleware())
         health.addRoutes(to: router)

@@ -5,6 +5,7 @@ import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
 import NIOSSL
+import Tracing
 
 /// One call to a provider's endpoint over a shared, pooled HTTP client: a form body (never the
 /// query string), a deadline, a `User-Agent`, a bound on the answer's size. A call that brings
@@ -24,13 +25,16 @@ public struct ProviderTransport: Sendable {
     }
 
     public let httpClient: HTTPClient
+    /// The provider called, as spans name it.
+    public let provider: ProviderName
     public let timeout: Duration
     public let userAgent: String
     public let maximumResponseBytes: Int
     let logger: Logger
 
-    public init(httpClient: HTTPClient, timeout: Duration, userAgent: String, maximumResponseBytes: Int, logger: Logger) {
+    public init(httpClient: HTTPClient, provider: ProviderName, timeout: Duration, userAgent: String, maximumResponseBytes: Int, logger: Logger) {
         self.httpClient = httpClient
+        self.provider = provider
         self.timeout = timeout
         self.userAgent = userAgent
         self.maximumResponseBytes = maximumResponseBytes
@@ -38,7 +42,32 @@ public struct ProviderTransport: Sendable {
     }
 
     /// Sends `form` (or nothing, for a GET) to `url`; `endpoint` names it in logs and failures.
+    ///
+    /// Each call is a client span (`provider call`) with the provider, the endpoint, the status
+    /// and the provider's error code: never the URL's query, the form or the answer's body,
+    /// which carry codes, tokens and client secrets.
     public func send(_ url: String, endpoint: String, method: HTTPMethod, form: [(String, String)]?) async throws -> Response {
+        try await withSpan("provider call", ofKind: .client) { span in
+            span.attributes["revoker.provider"] = provider.rawValue
+            span.attributes["revoker.provider.endpoint"] = String(endpoint.split(separator: "/").last ?? "")
+            span.attributes["http.request.method"] = method.rawValue
+            do {
+                let response = try await call(url, endpoint: endpoint, method: method, form: form)
+                span.attributes["http.response.status_code"] = response.status
+                if response.status >= 400 {
+                    // The code alone (bounded, from the provider's vocabulary); its description may echo input.
+                    span.attributes["revoker.provider.error"] = OAuthErrorBody.parse(response.body, scrubbing: []).code
+                    span.setStatus(SpanStatus(code: .error))
+                }
+                return response
+            } catch let failure as ProviderFailure {
+                span.setStatus(SpanStatus(code: .error, message: failure.detail))
+                throw failure
+            }
+        }
+    }
+
+    private func call(_ url: String, endpoint: String, method: HTTPMethod, form: [(String, String)]?) async throws -> Response {
         var request = HTTPClientRequest(url: url)
         request.method = method
         request.headers.add(name: "User-Agent", value: userAgent)
@@ -117,6 +146,9 @@ public struct ProviderTransport: Sendable {
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(64, concurrency))
         configuration.decompression = .disabled
+        // The client's own spans would record the URL and send `traceparent` to the provider:
+        // ``send(_:endpoint:method:form:)`` makes the span instead, with what is safe to record.
+        configuration.tracing.tracer = nil
         return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
     }
 }

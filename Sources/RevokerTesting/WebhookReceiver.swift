@@ -23,6 +23,8 @@ public final class WebhookReceiver: Sendable {
         public var answered: Int
         /// When it arrived.
         public var receivedAt: Date
+        /// The `traceparent` header, when one came.
+        public var traceParent: String? = nil
         /// The event, parsed.
         public var event: [String: any Sendable] {
             ((try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]).mapValues { "\($0)" }
@@ -122,7 +124,8 @@ public final class WebhookReceiver: Sendable {
             signature: signatureHeader,
             body: String(decoding: body, as: UTF8.self),
             answered: status,
-            receivedAt: receivedAt
+            receivedAt: receivedAt,
+            traceParent: request.headers[HTTPField.Name("traceparent")!]
         )
         state.withLock { $0.deliveries.append(delivery) }
         return Response(status: .init(code: status), headers: headers)

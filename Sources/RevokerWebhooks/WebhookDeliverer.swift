@@ -9,6 +9,7 @@ import RevokerProvider
 import RevokerStore
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 /// Delivers the event feed to the configured webhook endpoints, as a service of the worker
 /// processes (any number of them).
@@ -66,6 +67,9 @@ public struct WebhookDeliverer: Service {
         configuration.redirectConfiguration = .disallow
         configuration.timeout = .init(connect: .seconds(5), read: .seconds(30))
         configuration.decompression = .disabled
+        // Its own spans would record the URL (a query may carry the backend's token): ``send(_:to:)``
+        // makes the delivery span and the `traceparent` header instead.
+        configuration.tracing.tracer = nil
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
@@ -266,7 +270,31 @@ public struct WebhookDeliverer: Service {
     }
 
     /// POSTs one event, signed; a 2xx is delivered, anything else (or no answer) failed.
+    ///
+    /// Each delivery is a span continuing the trace of the request the event reports, and its
+    /// `traceparent` header names that span, so the backend's handler joins the trace. Without
+    /// a tracer the request's stored `traceparent` goes out as it came.
     func send(_ event: OutboxEvent, to endpoint: WebhookEndpoint) async -> Result {
+        await withSpan("webhook delivery", context: event.traceParent?.context ?? .topLevel, ofKind: .client) { span in
+            if span.isRecording {
+                span.attributes["revoker.webhook"] = endpoint.name
+                span.attributes["revoker.event.type"] = event.type
+                span.attributes["revoker.event.id"] = event.id.uuidString.lowercased()
+            }
+            let traceParent = TraceParent.of(ServiceContext.current) ?? event.traceParent
+            let result = await post(event, to: endpoint, traceParent: traceParent)
+            switch result {
+            case .delivered(let status):
+                span.attributes["http.response.status_code"] = status
+            case .failed(let status, let reason, _):
+                span.attributes["http.response.status_code"] = status
+                span.setStatus(SpanStatus(code: .error, message: reason))
+            }
+            return result
+        }
+    }
+
+    private func post(_ event: OutboxEvent, to endpoint: WebhookEndpoint, traceParent: TraceParent?) async -> Result {
         let body = Array(event.json.utf8)
         let id = event.id.uuidString.lowercased()
         let timestamp = Int64(Date().timeIntervalSince1970)
@@ -277,6 +305,7 @@ public struct WebhookDeliverer: Service {
         request.headers.add(name: "webhook-id", value: id)
         request.headers.add(name: "webhook-timestamp", value: String(timestamp))
         request.headers.add(name: "webhook-signature", value: endpoint.secret.signature(id: id, timestamp: timestamp, body: body))
+        if let traceParent { request.headers.add(name: TraceParent.headerName, value: traceParent.rawValue) }
         request.body = .bytes(ByteBuffer(bytes: body))
         let (httpClient, timeout) = (httpClient, settings.timeout)
         do {

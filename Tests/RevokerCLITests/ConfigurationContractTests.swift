@@ -437,6 +437,16 @@ private struct Setting {
         self.expected = expected
     }
 
+    /// `tracing.endpoint`: the collector's base URL with the traces path appended.
+    static func tracesURL(_ value: JSON, entry: [String: JSON]) -> JSON {
+        .text(value.stringValue.map { $0 + "/v1/traces" })
+    }
+
+    /// `tracing.headers`: values percent-decoded.
+    static func percentDecoded(_ value: JSON, entry: [String: JSON]) -> JSON {
+        .text(value.stringValue?.removingPercentEncoding)
+    }
+
     /// A Google app's audiences: its client_id first, then the ones listed (or none).
     static func clientIDFirst(_ value: JSON, entry: [String: JSON]) -> JSON {
         var all = [entry["client_id"] ?? .null]
@@ -521,6 +531,19 @@ private struct Setting {
             "audit.public_key_files": Setting { c, _ in .array(c.audit.previousKeys.map { .string($0.keyID) }) },
             "audit.checkpoint_interval_seconds": Setting(alternative: .number(15)) { c, _ in .seconds(c.audit.checkpointInterval) },
             "audit.witness_path": Setting { c, _ in .text(c.audit.witnessPath) },
+
+            "tracing.enabled": Setting(alternative: .bool(false)) { c, _ in .bool(c.tracing.enabled) },
+            // The collector's base URL; the traces path is appended.
+            "tracing.endpoint": Setting(alternative: .string("http://collector.example:4318"), expected: Setting.tracesURL) { c, _ in
+                .text(c.tracing.endpoint)
+            },
+            // Percent-encoded values, decoded.
+            "tracing.headers": Setting(alternative: .string("x-token=abc"), expected: Setting.percentDecoded) { c, _ in
+                .text(c.tracing.headers.map { "\($0.name)=\($0.value)" }.joined(separator: ","))
+            },
+            "tracing.sampler": Setting(alternative: .string("always_on")) { c, _ in .text(c.tracing.sampler.rawValue) },
+            "tracing.sampler_arg": Setting(alternative: .number(0.5)) { c, _ in .number(c.tracing.samplerRatio) },
+            "tracing.service_name": Setting(alternative: .string("revoker-eu")) { c, _ in .text(c.tracing.serviceName) },
 
             // Documented: `false` answers 404 at /v1/apple/notifications.
             "apple_notifications.enabled": Setting(alternative: .bool(false)) { c, _ in .bool(c.appleNotifications != nil) },

@@ -118,6 +118,7 @@ public struct AppleClient: Sendable {
     private func send(_ endpoint: AppleEndpoint, method: HTTPMethod, form: [(String, String)]?, secrets: [String]) async throws -> RawResponse {
         let transport = ProviderTransport(
             httpClient: clients.next(),
+            provider: .apple,
             timeout: configuration.timeout,
             userAgent: configuration.userAgent,
             maximumResponseBytes: configuration.maximumResponseBytes,

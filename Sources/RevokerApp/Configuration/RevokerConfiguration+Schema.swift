@@ -31,19 +31,21 @@ extension RevokerConfiguration {
         "audit": .section([
             "signing_key_file": .string, "public_key_files": .strings, "checkpoint_interval_seconds": .number, "witness_path": .string,
         ]),
+        "tracing": .section(TracingSettings.fileKeys),
     ]
 
     /// The variables of ``Variable`` and the keys they set.
-    static let variables: [SettingVariable] = [
-        .init(Variable.databaseURL, sets: "database_url", .secretString),
-        .init(Variable.extraTrustRootsFile, sets: "extra_trust_roots_file"),
-        // The keys themselves: only the environment may carry them, never the file.
-        .init(Variable.sealingKeys, sets: "sealing_keys", .secretString),
-        .init(Variable.sealingKeysFile, sets: "sealing_keys_file"),
-        .init(Variable.intakeKeysFile, sets: "intake_keys_file"),
-        .init(Variable.httpHost, sets: "http.host"),
-        .init(Variable.httpPort, sets: "http.port", .integer),
-        .init(Variable.auditSigningKeyFile, sets: "audit.signing_key_file"),
-        .init(Variable.auditWitnessPath, sets: "audit.witness_path"),
-    ]
+    static let variables: [SettingVariable] =
+        [
+            .init(Variable.databaseURL, sets: "database_url", .secretString),
+            .init(Variable.extraTrustRootsFile, sets: "extra_trust_roots_file"),
+            // The keys themselves: only the environment may carry them, never the file.
+            .init(Variable.sealingKeys, sets: "sealing_keys", .secretString),
+            .init(Variable.sealingKeysFile, sets: "sealing_keys_file"),
+            .init(Variable.intakeKeysFile, sets: "intake_keys_file"),
+            .init(Variable.httpHost, sets: "http.host"),
+            .init(Variable.httpPort, sets: "http.port", .integer),
+            .init(Variable.auditSigningKeyFile, sets: "audit.signing_key_file"),
+            .init(Variable.auditWitnessPath, sets: "audit.witness_path"),
+        ] + TracingSettings.variables
 }

@@ -37,6 +37,8 @@ public struct RevokerConfiguration: Sendable {
     public var webhookDelivery = WebhookSettings()
     /// The audit trail's signing key and checkpoints.
     public var audit = AuditSettings()
+    /// OpenTelemetry tracing; off unless configured.
+    public var tracing = TracingSettings()
     /// The intake keys (RSA) of the SQL enqueue path: the first is published for
     /// `revoker.enqueue_revocation` to encrypt to (the last), all of them open what it wrote.
     public var intakeKeys: [IntakeKey] = []
@@ -230,6 +232,7 @@ extension RevokerConfiguration {
         }
         configuration.webhookDelivery = try WebhookSettings(reading: source.scoped(to: "webhook_delivery"))
         configuration.audit = try loadAudit(source.scoped(to: "audit"), secretFiles: &secretFiles)
+        configuration.tracing = try TracingSettings(reading: source.scoped(to: "tracing"), environment: environment)
         configuration.intakeKeys = intakeKeys
         configuration.warnings = secretFiles.warnings
         if strict, !secretFiles.warnings.isEmpty {

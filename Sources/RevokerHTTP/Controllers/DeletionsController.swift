@@ -103,12 +103,14 @@ struct DeletionsController {
         if let credential, let scope, !scope.contains(credential.clientID) {
             throw APIProblem.invalid("The credential's client_id must be among client_ids.", field: "client_id")
         }
+        let traceParent = request.queueTraceParent
         let result = try await store { [queue, scope, credential, logger = context.logger] in
             try await queue.requestDeletion(
                 accountReference: reference,
                 clientIDs: scope,
                 credential: credential,
                 actor: "api:\(caller.name)",
+                traceParent: traceParent,
                 logger: logger
             )
         }

@@ -89,8 +89,9 @@ struct GrantsController {
         } catch let invalid as NewRevocation.Invalid {
             throw APIProblem(.invalid(invalid), fields: fields, logger: logger)
         }
+        let traceParent = request.queueTraceParent
         let registration = try await store { [queue, new, logger = context.logger] in
-            try await queue.register(new, actor: "api:\(caller.name)", logger: logger)
+            try await queue.register(new, actor: "api:\(caller.name)", traceParent: traceParent, logger: logger)
         }
         var grant = registration.grant
         if grant.state == .pending {

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import RevokerProvider
 import RevokerStore
+import Tracing
 
 /// Every provider's inbox (``ProviderInbox``) on its own routes: read the body, have the
 /// provider verify it, store it, answer in the provider's own shape.
@@ -28,9 +29,21 @@ struct InboxController {
         }
     }
 
+    /// Each message is a span (`notification received`) with the provider, what became of it and,
+    /// once verified, its type and app: never the token itself.
     func receive(_ request: Request, context: APIRequestContext, inbox: some ProviderInbox) async throws -> Response {
+        try await withSpan("notification received", ofKind: .consumer) { span in
+            span.attributes["revoker.provider"] = inbox.provider.rawValue
+            return try await receive(request, context: context, inbox: inbox, span: span)
+        }
+    }
+
+    private func receive(_ request: Request, context: APIRequestContext, inbox: some ProviderInbox, span: any Span) async throws -> Response {
         if let reason = inbox.closedReason { throw APIProblem.notFound(reason) }
-        let result = { (result: String) in metrics.inboxMessage(inbox.metricLabel, result: result) }
+        let result = { (result: String) in
+            metrics.inboxMessage(inbox.metricLabel, result: result)
+            span.attributes["revoker.notification.result"] = result
+        }
         // The body is read apart from verifying: too large is the sender's malformed body, broken
         // framing (400) or a body too slow (408) the sender's doing, never a key failure.
         let limit = inbox.maximumBodyBytes
@@ -59,6 +72,8 @@ struct InboxController {
             problem.headers[.retryAfter] = "5"
             throw problem
         }
+        span.attributes["revoker.client_id"] = message.clientID
+        span.attributes["revoker.notification.type"] = message.type
         let receipt: MessageReceipt
         do {
             receipt = try await store { [messages, logger = context.logger] in

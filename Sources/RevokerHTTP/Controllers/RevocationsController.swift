@@ -74,8 +74,9 @@ struct RevocationsController {
         context.maxUploadSize = maxBodyBytes  // what the decoder reads at most
         let body = try await request.decode(as: EnqueueBody.self, context: context)
         let new = try await newRevocation(body, caller: caller)
+        let traceParent = request.queueTraceParent
         let result = try await store { [queue, new, logger = context.logger] in
-            try await queue.enqueue(new, actor: "api:\(caller.name)", logger: logger)
+            try await queue.enqueue(new, actor: "api:\(caller.name)", traceParent: traceParent, logger: logger)
         }
         switch result {
         case .created(let created):

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 extension RevocationQueue {
     /// Takes a grant into custody. A refresh token is sealed in the grant at once (`held`); a
@@ -8,8 +9,9 @@ extension RevocationQueue {
     /// exchanges. Either way a hold request carries the registration's audit trail.
     ///
     /// Registering the same code or token again returns `.existing`; for another account or
-    /// provider it throws ``RevokerStoreError/Code/conflict``.
-    public func register(_ new: NewGrant, actor: String, logger: Logger? = nil) async throws -> GrantRegistration {
+    /// provider it throws ``RevokerStoreError/Code/conflict``. `traceParent` is kept with the grant
+    /// and its hold request.
+    public func register(_ new: NewGrant, actor: String, traceParent: TraceParent? = nil, logger: Logger? = nil) async throws -> GrantRegistration {
         try Self.validateActor(actor)
         var logger = logger ?? self.logger
         logger[metadataKey: "revoker.client_id"] = "\(new.clientID)"
@@ -32,11 +34,11 @@ extension RevocationQueue {
                     """
                     INSERT INTO revoker.grants
                         (id, provider, client_id, account_reference, user_id, user_source, registered_kind, registered_digest,
-                         state, sealed_token, token_key_id, hold_request_id, held_at)
+                         state, sealed_token, token_key_id, hold_request_id, held_at, trace_parent)
                     VALUES (\(grantID), \(new.provider), \(new.clientID), \(new.accountReference), \(new.userID), \(userSource?.rawValue),
                             \(new.credential.kind.rawValue), \(digest), \(isCode ? "pending" : "held"),
                             \(isCode ? nil : ByteBuffer(bytes: sealed.bytes)), \(isCode ? nil : sealed.keyID), \(requestID),
-                            CASE WHEN \(isCode) THEN NULL ELSE now() END)
+                            CASE WHEN \(isCode) THEN NULL ELSE now() END, \(traceParent?.rawValue))
                     ON CONFLICT ON CONSTRAINT grants_registered_once DO NOTHING
                     RETURNING id
                     """,

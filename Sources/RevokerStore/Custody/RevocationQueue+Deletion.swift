@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 extension RevocationQueue {
     /// Asks for the deletion of an account: every live grant held for `accountReference` in the
@@ -11,12 +12,14 @@ extension RevocationQueue {
     /// One deletion of an account runs at a time: asking again while it runs returns it
     /// (`.existing`) when it covers the same apps and carries the same credential, and throws
     /// ``RevokerStoreError/Code/conflict`` otherwise. A deletion that covers nothing completes at
-    /// once as `nothing_held`.
+    /// once as `nothing_held`. `traceParent` is kept with the deletion, and every request it makes
+    /// continues that trace.
     public func requestDeletion(
         accountReference: String,
         clientIDs: [String]? = nil,
         credential: NewRevocation? = nil,
         actor: String,
+        traceParent: TraceParent? = nil,
         logger: Logger? = nil
     ) async throws -> DeletionResult {
         try Self.validateActor(actor)
@@ -29,6 +32,10 @@ extension RevocationQueue {
         let scope = clientIDs.map { Array(Set($0)).sorted() }
         return try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
+                if let traceParent {
+                    // Read by the insert triggers of migration 0021: the deletion and the requests it makes keep it.
+                    try await connection.query("SELECT set_config('revoker.trace_parent', \(traceParent.rawValue), true)", logger: logger).collect()
+                }
                 let started = try await connection.query(
                     "SELECT deletion_id, created FROM revoker.start_account_deletion(\(accountReference), \(scope)::text[], \(actor))",
                     logger: logger

@@ -94,6 +94,7 @@ public struct Migration: Sendable, Hashable {
             name: "0020_audit_partitions",
             sql: String(decoding: PackageResources._020_audit_partitions_sql, as: UTF8.self)
         ),
+        Migration(version: 21, name: "0021_trace_context", sql: String(decoding: PackageResources._021_trace_context_sql, as: UTF8.self)),
         Migration(
             version: 22,
             name: "0022_audit_archives",

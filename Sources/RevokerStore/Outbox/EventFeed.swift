@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 /// Reads the outbox in order. An event is handed out only once every transaction older than
 /// the one that wrote it has ended (its transaction id is below the snapshot's xmin), so no
@@ -30,7 +31,11 @@ public struct EventFeed: Sendable {
                 """
                 SELECT e.txid::text, e.position, e.id, e.type, e.client_id, e.occurred_at, e.request_id, e.external_reference,
                        e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time, e.provider, e.checkpoint::text,
-                       e.grant_id, e.deletion::text AS deletion
+                       e.grant_id, e.deletion::text AS deletion,
+                       coalesce(
+                           (SELECT r.trace_parent FROM revoker.revocation_requests r WHERE r.id = e.request_id),
+                           (SELECT d.trace_parent FROM revoker.account_deletions d WHERE d.id = (e.deletion->>'id')::uuid)
+                       ) AS trace_parent
                 FROM revoker.outbox_events e
                 WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())
                   AND (\(transaction)::text IS NULL OR (e.txid, e.position) > (\(transaction)::text::xid8, \(position)::int8))
@@ -71,7 +76,8 @@ public struct EventFeed: Sendable {
             eventTime: eventTime,
             checkpoint: checkpoint,
             grantID: grantID,
-            deletion: try cells["deletion"].decode(String?.self)
+            deletion: try cells["deletion"].decode(String?.self),
+            traceParent: try cells["trace_parent"].decode(String?.self).flatMap { TraceParent($0) }
         )
     }
 }

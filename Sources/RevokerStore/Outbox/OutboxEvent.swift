@@ -1,4 +1,5 @@
 import Foundation
+import RevokerProvider
 
 /// One event for the app backend, as the outbox holds it: a request's final outcome, or one of
 /// Apple's notifications. Never holds a credential.
@@ -35,6 +36,9 @@ public struct OutboxEvent: Sendable, Equatable {
     /// The account deletion as a JSON object (`account.*`): its id, reference, state and
     /// outcome, and this app's grants and requests with their fate.
     public var deletion: String? = nil
+    /// The trace of the request or deletion the event reports (its `traceparent`), for the
+    /// webhook delivery to continue; never part of the event's JSON.
+    public var traceParent: TraceParent? = nil
 
     /// The types an event can have.
     public static let types = [

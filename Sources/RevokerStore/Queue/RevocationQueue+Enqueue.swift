@@ -1,12 +1,14 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 extension RevocationQueue {
     /// Enqueues a revocation. A replay for a live request with the same credential returns
     /// `.existing`; a different credential or kind throws ``RevokerStoreError/Code/conflict``.
-    /// `new` was checked when it was made (``NewRevocation``).
-    public func enqueue(_ new: NewRevocation, actor: String, logger: Logger? = nil) async throws -> EnqueueResult {
+    /// `new` was checked when it was made (``NewRevocation``). `traceParent` is stored with it,
+    /// for the worker's attempt to continue that trace.
+    public func enqueue(_ new: NewRevocation, actor: String, traceParent: TraceParent? = nil, logger: Logger? = nil) async throws -> EnqueueResult {
         try Self.validateActor(actor)
         let digest = new.credential.digest
         var logger = logger ?? self.logger
@@ -17,7 +19,15 @@ extension RevocationQueue {
             let sealed = try self.sealer.seal(new.credential, requestID: id)
             let result: EnqueueResult? = try await StoreDatabase.run(logger) {
                 try await self.client.withTransaction(logger: logger) { connection in
-                    if let row = try await Self.insert(new, id: id, sealed: sealed, actor: actor, on: connection, logger: logger) {
+                    if let row = try await Self.insert(
+                        new,
+                        id: id,
+                        sealed: sealed,
+                        actor: actor,
+                        traceParent: traceParent,
+                        on: connection,
+                        logger: logger
+                    ) {
                         return .created(try Self.decodeRequest(row))
                     }
                     let existing = try await connection.query(
@@ -60,6 +70,7 @@ extension RevocationQueue {
         sealed: SealedCredential,
         deletionID: UUID? = nil,
         actor: String,
+        traceParent: TraceParent? = nil,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> PostgresRow? {
@@ -67,10 +78,11 @@ extension RevocationQueue {
             """
             INSERT INTO revoker.revocation_requests AS r
                 (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
-                 sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts, deletion_id)
+                 sealed_credential, credential_key_id, credential_digest, redirect_uri, max_attempts, deletion_id, trace_parent)
             VALUES (\(id), \(new.provider), \(new.clientID), \(new.externalReference), \(new.userID),
                     \(new.credential.kind.rawValue), \(new.credential.kind.rawValue), \(ByteBuffer(bytes: sealed.bytes)),
-                    \(sealed.keyID), \(ByteBuffer(bytes: new.credential.digest)), \(new.redirectURI), \(new.maxAttempts), \(deletionID))
+                    \(sealed.keyID), \(ByteBuffer(bytes: new.credential.digest)), \(new.redirectURI), \(new.maxAttempts), \(deletionID),
+                    \(traceParent?.rawValue))
             ON CONFLICT (client_id, external_reference) WHERE state IN ('pending', 'running') AND grant_id IS NULL DO NOTHING
             RETURNING \(unescaped: Self.requestColumns)
             """,

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 
 /// The durable revocation queue in PostgreSQL.
 ///
@@ -33,7 +34,7 @@ public struct RevocationQueue: Sendable {
              AND EXISTS (SELECT 1 FROM revoker.grants cg WHERE cg.id = r.grant_id AND cg.sealed_token IS NOT NULL))) AS has_credential,
         r.redirect_uri, r.state, r.outcome, r.attempts, r.max_attempts, r.run_after, r.lease_owner, r.lease_expires_at,
         r.fencing_token, r.last_error_code, r.last_error_description, r.requeued_from, r.created_at, r.updated_at, r.finished_at,
-        r.purpose, r.grant_id, r.deletion_id
+        r.purpose, r.grant_id, r.deletion_id, r.trace_parent
         """
 
     static func decodeRequest(_ row: PostgresRow) throws -> RevocationRequest {
@@ -82,7 +83,8 @@ public struct RevocationQueue: Sendable {
             finishedAt: try cells["finished_at"].decode(Date?.self),
             purpose: purpose,
             grantID: try cells["grant_id"].decode(UUID?.self),
-            deletionID: try cells["deletion_id"].decode(UUID?.self)
+            deletionID: try cells["deletion_id"].decode(UUID?.self),
+            traceParent: try cells["trace_parent"].decode(String?.self).flatMap { TraceParent($0) }
         )
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import RevokerProvider
 
 /// A stored revocation request (without its credential).
 public struct RevocationRequest: Sendable, Hashable, Identifiable {
@@ -54,6 +55,8 @@ public struct RevocationRequest: Sendable, Hashable, Identifiable {
     public var grantID: UUID? = nil
     /// The account deletion the request belongs to, if any.
     public var deletionID: UUID? = nil
+    /// The span that asked for it (W3C `traceparent`): the worker's attempt continues its trace.
+    public var traceParent: TraceParent? = nil
 }
 
 /// What a request does with the grant it carries.

@@ -2,9 +2,23 @@ import Foundation
 import Logging
 import RevokerProvider
 import RevokerStore
+import Tracing
 
 /// What became of one claimed request.
 public enum Disposition: Sendable, Equatable {
+    /// Its name in spans: `finished`, `retry_scheduled`, ….
+    public var name: String {
+        switch self {
+        case .finished: "finished"
+        case .retryScheduled: "retry_scheduled"
+        case .paused: "paused"
+        case .released: "released"
+        case .postponed: "postponed"
+        case .leaseLost: "lease_lost"
+        case .interrupted: "interrupted"
+        }
+    }
+
     /// Final, with this outcome.
     case finished(RevocationOutcome)
     /// Back in the queue after a transient failure, due again after the delay.
@@ -58,7 +72,35 @@ public struct RevocationPipeline: Sendable {
 
     /// Processes one request. `shouldRelease` is asked between steps; when it answers true
     /// (shutdown past its grace period) the request is handed back instead of continued.
-    public func process(_ claimed: ClaimedRevocation, shouldRelease: @escaping @Sendable () -> Bool = { false }) async -> Disposition {
+    ///
+    /// The attempt is a span continuing the trace the request was enqueued in (its stored
+    /// `traceparent`), however long it waited, linked to `claim`, the span of its claim batch.
+    public func process(
+        _ claimed: ClaimedRevocation,
+        claim: ServiceContext? = nil,
+        shouldRelease: @escaping @Sendable () -> Bool = { false }
+    ) async -> Disposition {
+        let request = claimed.request
+        return await withSpan("revocation attempt", context: request.traceParent?.context ?? .topLevel, ofKind: .consumer) { span in
+            // Without a tracer (or unsampled) the span records nothing: nothing is spent on it.
+            if span.isRecording {
+                if let claim { span.addLink(SpanLink(context: claim, attributes: [:])) }
+                span.attributes["revoker.request.id"] = request.id.uuidString.lowercased()
+                span.attributes["revoker.provider"] = request.provider
+                span.attributes["revoker.client_id"] = request.clientID
+                span.attributes["revoker.request.purpose"] = request.purpose.rawValue
+                span.attributes["revoker.attempt"] = request.attempts
+            }
+            let disposition = await attempt(claimed, shouldRelease: shouldRelease)
+            if span.isRecording {
+                span.attributes["revoker.disposition"] = disposition.name
+                if case .finished(let outcome) = disposition { span.attributes["revoker.outcome"] = outcome.rawValue }
+            }
+            return disposition
+        }
+    }
+
+    private func attempt(_ claimed: ClaimedRevocation, shouldRelease: @escaping @Sendable () -> Bool) async -> Disposition {
         var logger = self.logger
         // One assignment: a handler may re-render its metadata at each (StreamLogHandler does).
         logger.handler.metadata.merge(

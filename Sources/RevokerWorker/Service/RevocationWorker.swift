@@ -4,6 +4,7 @@ import RevokerProvider
 import RevokerStore
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 /// Takes due requests from PostgreSQL and carries each through its provider, as a long-lived
 /// service (`work`) or until nothing is due (`drain`).
@@ -126,10 +127,21 @@ public struct RevocationWorker: Service {
             }
             let free = state.mayClaim ? settings.concurrency - state.inFlight : 0
             var claimed: [ClaimedRevocation] = []
+            // The batch's span, which its attempts link to: recorded only when it claimed something,
+            // so that an idle worker's polls make no spans.
+            var claim: ServiceContext?
             if free > 0 {
                 do {
                     let (batch, lease, owner, queue) = (min(free, settings.batchSize), settings.lease, owner, queue)
+                    let started = DefaultTracerClock.now
                     claimed = try await withDeadline(settings.databaseTimeout) { try await queue.claim(batch: batch, lease: lease, owner: owner) }
+                    if !claimed.isEmpty {
+                        claim = withSpan("claim batch", at: started, ofKind: .internal) { span in
+                            span.attributes["revoker.claim.limit"] = batch
+                            span.attributes["revoker.claim.claimed"] = claimed.count
+                            return span.context
+                        }
+                    }
                     if failures > 0 { logger.notice("Database reachable again") }
                     failures = 0
                 } catch {
@@ -141,12 +153,13 @@ public struct RevocationWorker: Service {
                     continue
                 }
             }
+            let batchSpan = claim
             for item in claimed {
                 state.started(item.lease)
                 metrics.attemptStarted(provider: item.request.provider, clientID: item.request.clientID)
                 metrics.inFlight(state.inFlight)
                 work.addTask {
-                    let disposition = await self.pipeline.process(item) { self.state.mustRelease || self.state.livenessLost }
+                    let disposition = await self.pipeline.process(item, claim: batchSpan) { self.state.mustRelease || self.state.livenessLost }
                     self.state.ended(item.lease, disposition, leaseDuration: self.settings.lease)
                     self.record(disposition, of: item.request)
                     signal.yield()

@@ -74,6 +74,17 @@ struct BenchCommand: AsyncParsableCommand {
     )
     var custodyKillAccounts: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "Drains by one worker with tracing off or on: sampling ratios, comma-separated, 'off' for none (e.g. off,1,0.01); spans go to an OTLP receiver.",
+            valueName: "ratios"
+        )
+    )
+    var tracing: String?
+
+    @Option(name: .customLong("tracing-latency"), help: "The sandbox's latency in the --tracing drains, in ms (default 0).")
+    var tracingLatency: Int?
+
     @Flag(name: .customLong("no-references"), help: "Skip pgbench and the sandbox-alone reference.")
     var noReferences = false
 
@@ -162,6 +173,11 @@ struct BenchCommand: AsyncParsableCommand {
             guard (0...100_000).contains(custodyKillAccounts) else { throw ValidationError("--custody-kill-accounts must be between 0 and 100000.") }
             options.custodyKillAccounts = custodyKillAccounts
         }
+        if let tracing { options.tracingRatios = try Self.ratios(tracing) }
+        if let tracingLatency {
+            guard (0...10_000).contains(tracingLatency) else { throw ValidationError("--tracing-latency must be between 0 and 10000.") }
+            options.tracingLatencyMilliseconds = tracingLatency
+        }
         if noReferences { options.measureReferences = false }
         if withoutAuditChain { options.auditChain = false }
         guard (1...1_000_000).contains(options.requests) else { throw ValidationError("--requests must be between 1 and 1000000.") }
@@ -201,6 +217,18 @@ struct BenchCommand: AsyncParsableCommand {
             "history: \(summary.days) days, \(summary.auditRows) audit rows, \(summary.revocations) revocations, \(summary.grants) grants held, "
                 + "\(summary.checkpoints) checkpoints; \(summary.daysWrittenNow) days written in \(Int(summary.seconds)) s"
         )
+    }
+
+    /// `off,1,0.01`: nil for off, else a ratio from 0 to 1.
+    static func ratios(_ text: String) throws -> [Double?] {
+        try text.split(separator: ",").map { part in
+            let item = part.trimmingCharacters(in: .whitespaces)
+            if item == "off" { return nil }
+            guard let ratio = Double(item), (0...1).contains(ratio) else {
+                throw ValidationError("--tracing takes comma-separated sampling ratios from 0 to 1, or 'off'.")
+            }
+            return ratio
+        }
     }
 
     static func integers(_ text: String, _ option: String) throws -> [Int] {

@@ -37,7 +37,11 @@ struct DrainCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = try loadConfiguration(options, needs: .all)
         worker.apply(to: &configuration.worker)
-        let logger = CommandLogging.logger(label: "revoker.drain", level: options.logLevel)
+        let logger = CommandLogging.logger(
+            label: "revoker.drain",
+            level: options.logLevel,
+            metadataProvider: configuration.tracing.loggingMetadataProvider
+        )
         let started = ContinuousClock.now
         let deadline = started + .milliseconds(Int64(maxDuration * 1000))
         let report = try await runWorker(configuration, mode: .drain(deadline: deadline), logger: logger)

@@ -41,7 +41,11 @@ struct ServeCommand: AsyncParsableCommand {
         worker.apply(to: &configuration.worker)
         if let host { configuration.http.host = host }
         if let port { configuration.http.port = port }
-        let logger = CommandLogging.logger(label: "revoker.serve", level: options.logLevel)
+        let logger = CommandLogging.logger(
+            label: "revoker.serve",
+            level: options.logLevel,
+            metadataProvider: configuration.tracing.loggingMetadataProvider
+        )
         if configuration.http.apiKeys.isEmpty {
             logger.warning("No API keys are configured: every /v1 call will be refused (add http.api_keys; `revoker api-key` makes one)")
         }

@@ -22,7 +22,11 @@ struct WorkCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = try loadConfiguration(options, needs: .all)
         worker.apply(to: &configuration.worker)
-        let logger = CommandLogging.logger(label: "revoker.worker", level: options.logLevel)
+        let logger = CommandLogging.logger(
+            label: "revoker.worker",
+            level: options.logLevel,
+            metadataProvider: configuration.tracing.loggingMetadataProvider
+        )
         _ = try await runWorker(configuration, mode: .continuous, logger: logger)
     }
 }
