@@ -48,8 +48,8 @@ struct AuditPartitionTests {
     @Test func theMigrationPartitionsATrailThatAlreadyHoldsRowsAndKeepsItsProof() async throws {
         try await ScratchDatabase.withScratchDatabase(.empty) { db in
             // Up to 0019, and 0021 that today's queue code writes (a request's trace parent).
-            let before = Migration.all.filter { $0.version <= 19 || $0.version == 21 }
-            try await Migrator(client: db.client, logger: Self.logger, migrations: before).migrate()
+            let earlier = Migration.all.filter { $0.version <= 19 || $0.version == 21 }
+            try await Migrator(client: db.client, logger: Self.logger, migrations: earlier).migrate()
             try await db.client.query(
                 """
                 DO $$ BEGIN
