@@ -32,6 +32,18 @@ struct ProcessTests {
             first.signal(SIGKILL)
             let killed = try await first.wait()
             #expect(killed.signalled)
+            // A statement the killed drain had sent still finishes at the server (a claim commits
+            // after the process is gone): count once no other session of this database is at work.
+            try await eventually("the killed drain's statements ended at the server") {
+                let busy = try await harness.database.client.query(
+                    """
+                    SELECT count(*)::int FROM pg_stat_activity
+                    WHERE datname = current_database() AND pid <> pg_backend_pid()
+                      AND state IN ('active', 'idle in transaction', 'idle in transaction (aborted)')
+                    """
+                ).collect().first?.decode(Int.self)
+                return busy == 0
+            }
             let runningAtKill = try await harness.count(state: .running)
 
             try await Task.sleep(for: .seconds(5.5))  // the dead worker's leases expire
