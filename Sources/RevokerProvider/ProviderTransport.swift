@@ -48,13 +48,16 @@ public struct ProviderTransport: Sendable {
     /// which carry codes, tokens and client secrets.
     public func send(_ url: String, endpoint: String, method: HTTPMethod, form: [(String, String)]?) async throws -> Response {
         try await withSpan("provider call", ofKind: .client) { span in
-            span.attributes["revoker.provider"] = provider.rawValue
-            span.attributes["revoker.provider.endpoint"] = String(endpoint.split(separator: "/").last ?? "")
-            span.attributes["http.request.method"] = method.rawValue
+            // Without a tracer (or unsampled) nothing is recorded, and nothing is parsed for it.
+            if span.isRecording {
+                span.attributes["revoker.provider"] = provider.rawValue
+                span.attributes["revoker.provider.endpoint"] = String(endpoint.split(separator: "/").last ?? "")
+                span.attributes["http.request.method"] = method.rawValue
+            }
             do {
                 let response = try await call(url, endpoint: endpoint, method: method, form: form)
                 span.attributes["http.response.status_code"] = response.status
-                if response.status >= 400 {
+                if response.status >= 400, span.isRecording {
                     // The code alone (bounded, from the provider's vocabulary); its description may echo input.
                     span.attributes["revoker.provider.error"] = OAuthErrorBody.parse(response.body, scrubbing: []).code
                     span.setStatus(SpanStatus(code: .error))

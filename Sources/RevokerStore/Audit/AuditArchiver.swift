@@ -107,7 +107,7 @@ public struct AuditArchiver: Sendable {
         guard written == rows else {
             throw RevokerStoreError(.conflict, "rows of the archived months changed while they were read: nothing was dropped")
         }
-        let starts = try await self.archivedHeads(continuing)
+        let starts = try await StoreDatabase.run(logger) { try await AuditCheckpoints.archivedHeads(continuing, client: self.client, logger: logger) }
         for chain in continuing {
             guard let start = starts[chain] else { continue }
             try writer.write(try AuditArchive.Line.start(chain: chain, seq: start.seq, hash: start.hash).json())
@@ -215,21 +215,6 @@ public struct AuditArchiver: Sendable {
         }
     }
 
-    /// The last archived row of each chain of `chains` that an earlier archive took.
-    private func archivedHeads(_ chains: [String]) async throws -> [String: (seq: Int64, hash: [UInt8])] {
-        guard !chains.isEmpty else { return [:] }
-        let logger = self.logger
-        return try await StoreDatabase.run(logger) {
-            var heads: [String: (seq: Int64, hash: [UInt8])] = [:]
-            let rows = try await self.client.query(
-                "SELECT chain_key, archived_seq, archived_hash FROM revoker.audit_chains WHERE chain_key = ANY(\(chains)) AND archived_seq IS NOT NULL",
-                logger: logger
-            )
-            for try await (chain, seq, hash) in rows.decode((String, Int64, Data).self) { heads[chain] = (seq, Array(hash)) }
-            return heads
-        }
-    }
-
     /// What left, and the months dropped, in one transaction.
     private func record(
         before: Date,
@@ -313,11 +298,15 @@ public struct AuditArchiver: Sendable {
         }
     }
 
-    /// `YYYY-MM` of a month's first day (UTC).
-    static func format(_ month: Date) -> String {
+    private static let utc: Calendar = {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month], from: month)
+        return calendar
+    }()
+
+    /// `YYYY-MM` of a month's first day (UTC).
+    static func format(_ month: Date) -> String {
+        let parts = utc.dateComponents([.year, .month], from: month)
         return String(format: "%04d-%02d", parts.year!, parts.month!)
     }
 
@@ -327,9 +316,7 @@ public struct AuditArchiver: Sendable {
         guard parts.count == 2, parts[0].count == 4, parts[1].count == 2, let year = Int(parts[0]), let month = Int(parts[1]),
             (1...12).contains(month)
         else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        return calendar.date(from: DateComponents(year: year, month: month, day: 1))
+        return utc.date(from: DateComponents(year: year, month: month, day: 1))
     }
 
     /// A request as the compliance search shows it, from its archived rows.

@@ -185,6 +185,27 @@ public struct AuditCheckpoints: Sendable {
         return found
     }
 
+    /// The last archived row (seq, hash) of each chain of `chains` that an archive took.
+    static func archivedHeads(
+        _ chains: [String],
+        client: PostgresClient,
+        logger: Logger
+    ) async throws
+        -> [String: (seq: Int64, hash: [UInt8])]
+    {
+        guard !chains.isEmpty else { return [:] }
+        var heads: [String: (seq: Int64, hash: [UInt8])] = [:]
+        let rows = try await client.query(
+            """
+            SELECT chain_key, archived_seq, archived_hash FROM revoker.audit_chains
+            WHERE chain_key = ANY(\(chains)) AND archived_seq IS NOT NULL
+            """,
+            logger: logger
+        )
+        for try await (chain, seq, hash) in rows.decode((String, Int64, Data).self) { heads[chain] = (seq, Array(hash)) }
+        return heads
+    }
+
     /// Every row of a checkpoint (id, hash) in id order: those here, and those an archive took
     /// with their leaves kept here. Nil when all of its rows are archived.
     static func allSliceRows(

@@ -203,15 +203,7 @@ public struct AuditVerifier: Sendable {
             problems += walker.check(chainRow, previousHash: previous, hash: hash)
         }
         if !walker.continuing.isEmpty {
-            var archived: [String: (seq: Int64, hash: [UInt8])] = [:]
-            let heads = try await client.query(
-                """
-                SELECT chain_key, archived_seq, archived_hash FROM revoker.audit_chains
-                WHERE chain_key = ANY(\(walker.continuing.map(\.chain))) AND archived_seq IS NOT NULL
-                """,
-                logger: logger
-            )
-            for try await (chain, seq, hash) in heads.decode((String, Int64, Data).self) { archived[chain] = (seq, Array(hash)) }
+            let archived = try await AuditCheckpoints.archivedHeads(walker.continuing.map(\.chain), client: client, logger: logger)
             problems += ChainWalker.problems(walker.continuing, archived: archived)
         }
         return (walker.rows, walker.chains)
