@@ -100,7 +100,7 @@ public struct GoogleSecurityEventVerifier: Sendable {
         guard issuedAt >= now.addingTimeInterval(-maximumAge) else {
             throw GoogleSignInError(.expiredSecurityEvent, "\(noun) was issued too long ago (iat).")
         }
-        guard case .string(let jti) = claims.values["jti"], (1...255).contains(jti.count), Self.isPrintable(jti) else {
+        guard case .string(let jti) = claims.values["jti"], (1...255).contains(jti.unicodeScalars.count), Self.isPrintable(jti) else {
             throw Self.malformed("has no usable id (jti)")
         }
         guard case .object(let events) = claims.values["events"], events.count == 1, let (typeURI, body) = events.first else {
@@ -136,7 +136,7 @@ public struct GoogleSecurityEventVerifier: Sendable {
         default:
             guard case .object(let subject) = fields["subject"], case .string("iss-sub") = subject["subject_type"],
                 case .string(let subjectIssuer) = subject["iss"], Self.issuers.contains(subjectIssuer),
-                case .string(let sub) = subject["sub"], (1...255).contains(sub.count), Self.isPrintable(sub)
+                case .string(let sub) = subject["sub"], (1...255).contains(sub.unicodeScalars.count), Self.isPrintable(sub)
             else {
                 throw Self.malformed("has an event without a Google user as its subject (subject_type iss-sub, iss, sub)")
             }

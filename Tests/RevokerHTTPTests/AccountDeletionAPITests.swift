@@ -186,6 +186,13 @@ struct AccountDeletionAPITests {
             #expect(badBody.status == 422 && badBody.json["field"] as? String == "client_ids", "\(badBody.text)")
             let unknown = try await api.call(.POST, "/v1/accounts/user-4/deletion", key: api.keys.writer, json: ["whom": "x"])
             #expect(unknown.status == 400, "\(unknown.text)")
+            // 256 code points that Swift counts as one character: refused as the OpenAPI
+            // document's maxLength (and PostgreSQL's char_length) count.
+            let marks = "e" + String(repeating: "%CC%81", count: 255)
+            let listedLong = try await api.call(.GET, "/v1/accounts/\(marks)/deletions", key: api.keys.reader)
+            #expect(listedLong.status == 400 && listedLong.json["field"] as? String == "reference", "\(listedLong.text)")
+            let deletedLong = try await api.call(.POST, "/v1/accounts/\(marks)/deletion", key: api.keys.writer, json: [:])
+            #expect(deletedLong.status == 400 && deletedLong.json["field"] as? String == "reference", "\(deletedLong.text)")
             #expect(try await api.call(.POST, "/v1/accounts/user-4/deletion", key: api.keys.reader, json: [:]).status == 403)
             #expect(try await api.call(.GET, "/v1/deletions/\(UUID())", key: api.keys.reader).status == 404)
             #expect(try await Self.count(api, "SELECT count(*)::int FROM revoker.account_deletions WHERE account_reference = 'user-4'") == 0)

@@ -36,6 +36,11 @@ struct NewRevocationTests {
     static let cases: [Case] = [
         Case(name: "empty client_id", field: .clientID, clientID: ""),
         Case(name: "client_id of 256 characters", field: .clientID, clientID: String(repeating: "c", count: 256)),
+        Case(
+            name: "reference of 256 code points in one character",
+            field: .externalReference,
+            reference: "e" + String(repeating: "\u{301}", count: 255)
+        ),
         Case(name: "reference with ESC", field: .externalReference, reference: "user\u{1B}[31m"),
         Case(name: "reference with CR LF", field: .externalReference, reference: "user\r\n2"),
         Case(name: "reference with a C1 control", field: .externalReference, reference: "user\u{85}"),

@@ -90,7 +90,7 @@ public struct AppleNotificationVerifier: Sendable {
             }
         default: throw Self.malformed("has an expiry (exp) that is not a number")
         }
-        guard case .string(let jti) = claims["jti"], (1...255).contains(jti.count), Self.isPrintable(jti) else {
+        guard case .string(let jti) = claims["jti"], (1...255).contains(jti.unicodeScalars.count), Self.isPrintable(jti) else {
             throw Self.malformed("has no usable id (jti)")
         }
         guard case .string(let eventsText) = claims["events"] else {
@@ -130,7 +130,7 @@ public struct AppleNotificationVerifier: Sendable {
         guard case .string(let typeText) = fields["type"], let type = AppleNotificationType(rawValue: typeText) else {
             throw malformed("has an event without a well-formed type")
         }
-        guard case .string(let subject) = fields["sub"], (1...255).contains(subject.count), isPrintable(subject) else {
+        guard case .string(let subject) = fields["sub"], (1...255).contains(subject.unicodeScalars.count), isPrintable(subject) else {
             throw malformed("has an event without a usable Apple user id (sub)")
         }
         guard case .number(let rawTime) = fields["event_time"], rawTime > 0 else {

@@ -155,7 +155,7 @@ struct DeletionsController {
         guard let raw = context.parameters.get("reference"), let reference = raw.removingPercentEncoding else {
             throw APIProblem.badRequest("The account reference in the path is not valid percent-encoding.", field: "reference")
         }
-        guard (1...255).contains(reference.count), NewRevocation.isVisibleText(reference) else {
+        guard (1...255).contains(reference.unicodeScalars.count), NewRevocation.isVisibleText(reference) else {
             throw APIProblem.badRequest(
                 "The account reference must be 1 to 255 characters of visible text: no control, invisible or bidirectional characters, no leading or trailing white space.",
                 field: "reference"

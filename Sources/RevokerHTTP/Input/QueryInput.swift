@@ -26,7 +26,7 @@ struct QueryInput {
     /// refused with 400, as every query parameter is.
     func string(_ name: String, length: ClosedRange<Int> = 1...255) throws -> String? {
         guard let value = values[name] else { return nil }
-        guard length.contains(value.count) else {
+        guard length.contains(value.unicodeScalars.count) else {
             throw APIProblem.badRequest("This field must be \(length.lowerBound) to \(length.upperBound) characters long.", field: name)
         }
         guard NewRevocation.isVisibleText(value) else {

@@ -193,7 +193,7 @@ struct UISearchForm: Sendable {
     /// The store's search; 400 for a field it cannot take, 403 for an app the key does not reach.
     func search(for caller: APICaller, limit: Int) throws -> AuditRequestSearch {
         for (value, name) in [(reference, "The external reference"), (userID, "The Apple user id"), (clientID, "The app")] {
-            if let value, value.count > 255 { throw APIProblem.badRequest("\(name) is longer than 255 characters.") }
+            if let value, value.unicodeScalars.count > 255 { throw APIProblem.badRequest("\(name) is longer than 255 characters.") }
         }
         if let outcome, !Self.outcomes.contains(outcome) {
             throw APIProblem.badRequest("Unknown outcome; known: \(Self.outcomes.joined(separator: ", ")).")

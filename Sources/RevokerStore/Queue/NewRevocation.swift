@@ -25,9 +25,11 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
     /// Attempts before the request fails as `exhausted`.
     public let maxAttempts: Int
 
-    /// Characters of `client_id`, `external_reference` and `apple_user_id`.
+    /// Characters of `client_id`, `external_reference` and `apple_user_id`, counted as Unicode
+    /// code points: what PostgreSQL's `char_length` and JSON Schema's `maxLength` count (a
+    /// run of combining marks is one Swift `Character` but many code points).
     public static let identifierLength = 1...255
-    /// Characters of `redirect_uri`.
+    /// Code points of `redirect_uri`.
     public static let redirectURILength = 1...2048
     /// Bytes of a code or token.
     public static let credentialLength = 1...8192
@@ -63,7 +65,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
             throw Invalid(.credential, "must be \(Self.credentialLength.upperBound) bytes at most of printable ASCII without spaces")
         }
         if let redirectURI {
-            guard Self.redirectURILength.contains(redirectURI.count), !Self.hasControlCharacters(redirectURI),
+            guard Self.redirectURILength.contains(redirectURI.unicodeScalars.count), !Self.hasControlCharacters(redirectURI),
                 let url = URL(string: redirectURI), ["https", "http"].contains(url.scheme?.lowercased() ?? ""), url.host != nil
             else {
                 throw Invalid(.redirectURI, "must be an absolute http(s) URL of at most \(Self.redirectURILength.upperBound) characters")
@@ -92,7 +94,7 @@ public struct NewRevocation: Sendable, CustomStringConvertible {
     }
 
     private static func checkIdentifier(_ text: String, _ field: Field) throws(Invalid) {
-        guard identifierLength.contains(text.count), isVisibleText(text) else {
+        guard identifierLength.contains(text.unicodeScalars.count), isVisibleText(text) else {
             throw Invalid(
                 field,
                 "must be \(identifierLength.lowerBound) to \(identifierLength.upperBound) characters of visible text: no control, invisible or bidirectional characters, no leading or trailing white space"

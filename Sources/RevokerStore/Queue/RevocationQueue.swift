@@ -89,7 +89,7 @@ public struct RevocationQueue: Sendable {
     }
 
     static func validateActor(_ actor: String) throws(RevokerStoreError) {
-        guard (1...200).contains(actor.count) else {
+        guard (1...200).contains(actor.unicodeScalars.count) else {
             throw RevokerStoreError(.invalidArgument, "actor must be 1-200 characters")
         }
     }
