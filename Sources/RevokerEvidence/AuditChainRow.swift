@@ -134,19 +134,63 @@ struct CanonicalEncoder {
         bytes += raw
     }
 
+    mutating func append(raw: UnsafeRawBufferPointer) {
+        bytes.append(contentsOf: raw)
+    }
+
     mutating func append(_ value: String?) {
+        guard var value else {
+            bytes.append(0)
+            return
+        }
+        value.withUTF8 { append(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A field given as its UTF-8 bytes (nil: absent).
+    mutating func append(utf8 value: UnsafeRawBufferPointer?) {
         guard let value else {
             bytes.append(0)
             return
         }
-        let utf8 = Array(value.utf8)
+        let length = UInt32(value.count)
         bytes.append(1)
-        let length = UInt32(utf8.count)
         bytes += [UInt8(length >> 24), UInt8((length >> 16) & 0xff), UInt8((length >> 8) & 0xff), UInt8(length & 0xff)]
-        bytes += utf8
+        bytes.append(contentsOf: value)
+    }
+
+    /// Starts again with `domain`, keeping the buffer.
+    mutating func reset(domain: [UInt8]) {
+        bytes.removeAll(keepingCapacity: true)
+        bytes += domain
     }
 
     func sha256() -> [UInt8] {
         Array(SHA256.hash(data: bytes))
+    }
+}
+
+/// Rehashes audit rows from their fields' UTF-8 bytes (each as `revoker.audit_row_hash` casts it
+/// to text), reusing one buffer: the verifier's pass over a whole trail makes no `String` per
+/// field. Gives what ``AuditChainRow/hash(after:)`` gives for the same row.
+public struct AuditRowHasher {
+    private static let domain = Array("revoker.audit.v1".utf8)
+    private var encoder = CanonicalEncoder(domain: "")
+
+    public init() {}
+
+    /// Starts a row that follows `previous`.
+    public mutating func start(after previous: UnsafeRawBufferPointer) {
+        encoder.reset(domain: Self.domain)
+        encoder.append(raw: previous)
+    }
+
+    /// The next field, in ``AuditChainRow/hash(after:)``'s order (nil: absent).
+    public mutating func append(_ field: UnsafeRawBufferPointer?) {
+        encoder.append(utf8: field)
+    }
+
+    /// Whether the row's fields give `stored`.
+    public func matches(_ stored: UnsafeRawBufferPointer) -> Bool {
+        SHA256.hash(data: encoder.bytes).withUnsafeBytes { $0.elementsEqual(stored) }
     }
 }

@@ -206,4 +206,66 @@ struct AuditChainTests {
             )
         }
     }
+
+    /// The whole trail's verification follows chains and heads on the server, a part of it by
+    /// walking its chains: both name a row forged at a chain's end under a transaction that a
+    /// checkpoint covers (beyond the head it recorded), and a head's row rewritten.
+    @Test func aRowForgedBeyondItsChainsHeadIsNamedByTheWholeAndThePartialVerification() async throws {
+        try await ScratchDatabase.withScratchDatabase(.migrated) { db in
+            let queue = RevocationQueue(client: db.client, sealer: try Fixtures.sealer(), logger: Self.logger)
+            let request = try await queue.enqueue(Fixtures.new("beyond"), actor: "t").request
+            let other = try await queue.enqueue(Fixtures.new("rewritten"), actor: "t").request
+            let (chain, otherChain) = (request.id.uuidString.lowercased(), other.id.uuidString.lowercased())
+            let verifier = AuditVerifier(client: db.client, logger: Self.logger)
+            let key = AuditSigningKey()
+            try await Self.checkpointEverything(AuditCheckpoints(client: db.client, logger: Self.logger), verifier, key)
+            let clean = try await verifier.verify(keys: [key.publicKey])
+            #expect(clean.intact && clean.rowsChecked >= 2 && clean.chainsChecked >= 2, "\(clean.problems)")
+
+            let forged: Int64 = 900_000
+            try await db.client.withTransaction(logger: Self.logger) { connection in
+                try await connection.query("SET LOCAL session_replication_role = replica", logger: Self.logger)
+                try await connection.query(
+                    PostgresQuery(
+                        unsafeSQL: """
+                            INSERT INTO revoker.audit_events (id, occurred_at, request_id, client_id, external_reference, event, actor,
+                                recorded_by, chain_key, chain_seq, prev_hash, hash, txid)
+                            SELECT \(forged), occurred_at, request_id, client_id, external_reference, 'cancelled', actor, recorded_by,
+                                   chain_key, chain_seq + 1, hash, hash, txid
+                            FROM revoker.audit_events WHERE chain_key = '\(chain)' ORDER BY chain_seq DESC LIMIT 1
+                            """
+                    ),
+                    logger: Self.logger
+                )
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "UPDATE revoker.audit_events e SET hash = revoker.audit_row_hash(e.prev_hash, e) WHERE id = \(forged)"),
+                    logger: Self.logger
+                )
+                // Changed, then rehashed the database's own way: the row gives its hash again.
+                let head = "chain_key = '\(otherChain)' AND chain_seq = (SELECT last_seq FROM revoker.audit_chains WHERE chain_key = '\(otherChain)')"
+                for change in ["actor = 'someone else'", "hash = revoker.audit_row_hash(e.prev_hash, e)"] {
+                    try await connection.query(
+                        PostgresQuery(unsafeSQL: "UPDATE revoker.audit_events e SET \(change) WHERE \(head)"),
+                        logger: Self.logger
+                    )
+                }
+            }
+            let whole = try await verifier.verify(keys: [key.publicKey])
+            let partial = try await verifier.verify(since: Date(timeIntervalSinceNow: -3600), keys: [key.publicKey])
+            for found in [whole, partial] {
+                #expect(
+                    found.problems.contains {
+                        $0.kind == .inserted && $0.chain == chain && $0.rows == [forged] && $0.message.contains("beyond the head it recorded")
+                    },
+                    "\(found.problems)"
+                )
+                #expect(
+                    found.problems.contains { $0.kind == .changed && $0.chain == otherChain && $0.message.contains("not the one its head records") },
+                    "\(found.problems)"
+                )
+                #expect(found.problems.contains { $0.kind == .checkpointMismatch }, "\(found.problems)")
+            }
+            #expect(whole.rowsChecked == clean.rowsChecked + 1 && whole.chainsChecked == clean.chainsChecked)
+        }
+    }
 }

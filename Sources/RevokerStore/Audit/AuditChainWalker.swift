@@ -16,44 +16,58 @@ struct ChainWalker {
 
     mutating func check(_ row: AuditChainRow, previousHash: [UInt8], hash: [UInt8]) -> [AuditProblem] {
         var problems: [AuditProblem] = []
-        let chain = row.chainKey
         rows += 1
         if row.hash(after: previousHash) != hash {
-            problems.append(
-                AuditProblem(
-                    .changed,
-                    "row \(row.id) (chain \(chain), #\(row.chainSeq)): its fields no longer give its hash: changed",
-                    rows: [row.id],
-                    chain: chain
-                )
-            )
+            problems.append(Self.changed(row.id, chain: row.chainKey, seq: row.chainSeq))
         }
-        if let last, last.key == chain {
-            if row.chainSeq != last.seq + 1 {
-                let missing = row.chainSeq - last.seq - 1
+        let link = Link(chain: row.chainKey, seq: row.chainSeq, id: row.id, micros: row.occurredAtMicros, previous: previousHash)
+        problems += follow(link, after: last?.key == row.chainKey ? last.map { ($0.seq, $0.id, $0.micros, $0.hash) } : nil)
+        last = (row.chainKey, row.chainSeq, row.id, row.occurredAtMicros, hash)
+        return problems
+    }
+
+    /// A row as its chain links it to the row before.
+    struct Link {
+        var chain: String
+        var seq: Int64
+        var id: Int64
+        var micros: Int64
+        var previous: [UInt8]
+    }
+
+    /// The row before in the same chain: its seq, id, time and hash.
+    typealias Before = (seq: Int64, id: Int64, micros: Int64, hash: [UInt8])
+
+    /// Follows `row` from `last`, the row before it in its chain (nil: it starts the chain here).
+    mutating func follow(_ row: Link, after last: Before?) -> [AuditProblem] {
+        var problems: [AuditProblem] = []
+        let chain = row.chain
+        if let last {
+            if row.seq != last.seq + 1 {
+                let missing = row.seq - last.seq - 1
                 problems.append(
                     AuditProblem(
                         .removed,
-                        "chain \(chain): \(missing) row(s) #\(last.seq + 1)…#\(row.chainSeq - 1) between rows \(last.id) and \(row.id) are missing",
+                        "chain \(chain): \(missing) row(s) #\(last.seq + 1)…#\(row.seq - 1) between rows \(last.id) and \(row.id) are missing",
                         rows: [last.id, row.id],
                         chain: chain
                     )
                 )
-            } else if previousHash != last.hash {
+            } else if row.previous != last.hash {
                 problems.append(
                     AuditProblem(
                         .inserted,
-                        "row \(row.id) (chain \(chain), #\(row.chainSeq)) does not follow row \(last.id): inserted, or the chain rewritten",
+                        "row \(row.id) (chain \(chain), #\(row.seq)) does not follow row \(last.id): inserted, or the chain rewritten",
                         rows: [row.id],
                         chain: chain
                     )
                 )
             }
-            if row.id <= last.id || row.occurredAtMicros + 1_000_000 < last.micros {
+            if row.id <= last.id || row.micros + 1_000_000 < last.micros {
                 problems.append(
                     AuditProblem(
                         .reordered,
-                        "row \(row.id) (chain \(chain), #\(row.chainSeq)) runs against its chain's order (id or time before row \(last.id))",
+                        "row \(row.id) (chain \(chain), #\(row.seq)) runs against its chain's order (id or time before row \(last.id))",
                         rows: [row.id],
                         chain: chain
                     )
@@ -61,17 +75,21 @@ struct ChainWalker {
             }
         } else {
             chains += 1
-            if row.chainSeq == 1, previousHash != AuditChainRow.genesis {
+            if row.seq == 1, row.previous != AuditChainRow.genesis {
                 problems.append(
                     AuditProblem(.inserted, "row \(row.id) starts chain \(chain) but does not follow its genesis", rows: [row.id], chain: chain)
                 )
-            } else if row.chainSeq > 1, !partial {
+            } else if row.seq > 1, !partial {
                 // Its earlier rows may be archived: checked against the archived heads after the walk.
-                continuing.append((chain, row.chainSeq, previousHash, row.id))
+                continuing.append((chain, row.seq, row.previous, row.id))
             }
         }
-        last = (chain, row.chainSeq, row.id, row.occurredAtMicros, hash)
         return problems
+    }
+
+    /// A row whose fields no longer give its hash.
+    static func changed(_ id: Int64, chain: String, seq: Int64) -> AuditProblem {
+        AuditProblem(.changed, "row \(id) (chain \(chain), #\(seq)): its fields no longer give its hash: changed", rows: [id], chain: chain)
     }
 }
 
