@@ -132,9 +132,8 @@ extension HistoryGenerator {
             v_rows bigint;
         BEGIN
             -- The rows of the queue and the outbox are written as they stand at the day's end, with
-            -- that day's times. The one trigger that would date an event now is off for the run
-            -- (History.run); flipping session_replication_role instead empties the session's plan
-            -- cache, and every part then planned the stamp's look-ups again.
+            -- that day's times: the queue's triggers (which would date events now) are off for them.
+            PERFORM set_config('session_replication_role', 'replica', true);
             CREATE TEMP TABLE h_requests ON COMMIT DROP AS
             SELECT gen_random_uuid() AS id, i, o[1] AS outcome, o[2] AS kind,
                    p_apps[1 + (abs(hashint8(i)) % v_apps)] AS client_id, p_providers[1 + (abs(hashint8(i)) % v_apps)] AS provider,
@@ -197,6 +196,7 @@ extension HistoryGenerator {
                    'https://appleid.apple.com', 'history-key', true, v_start + n * v_span / (p_notifications + 1) + interval '200 ms'
             FROM generate_series(1, p_notifications) AS n, LATERAL (SELECT CASE WHEN n % 2 = 0 THEN 'email-disabled' ELSE 'email-enabled' END AS t) AS x;
 
+            PERFORM set_config('session_replication_role', 'origin', true);
             -- Every audit row through the real trigger, chained, in the order its times say.
             PERFORM set_config('revoker.history_clock', 'on', true);
             INSERT INTO revoker.audit_events

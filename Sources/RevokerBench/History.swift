@@ -114,26 +114,7 @@ public struct HistoryGenerator: Sendable {
         for statement in Self.schema {
             _ = try await client.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()
         }
-        // A hold written as it ended would queue its event dated now; the history writes its own,
-        // dated then. On again however the run ends; a run killed midway leaves it off until the
-        // run that resumes it ends.
-        try await Self.finalAtOnce(enabled: false, client, logger)
-        do {
-            let summary = try await write(client: client, keys: keys)
-            try await Self.finalAtOnce(enabled: true, client, logger)
-            return summary
-        } catch {
-            try? await Self.finalAtOnce(enabled: true, client, logger)
-            throw error
-        }
-    }
-
-    private static func finalAtOnce(enabled: Bool, _ client: PostgresClient, _ logger: Logger) async throws {
-        let action = enabled ? "ENABLE" : "DISABLE"
-        _ = try await client.query(
-            PostgresQuery(unsafeSQL: "ALTER TABLE revoker.revocation_requests \(action) TRIGGER revocation_requests_outbox_final_at_once"),
-            logger: logger
-        ).collect()
+        return try await write(client: client, keys: keys)
     }
 
     private func createDatabaseIfMissing() async throws {
