@@ -97,6 +97,19 @@ struct HistoryGeneratorTests {
                 #expect(token.kind == .refreshToken)
             }
 
+            // One event per finished request, dated when it finished.
+            let events = try await client.query(
+                """
+                SELECT (SELECT count(*)::int FROM revoker.outbox_events WHERE type LIKE 'grant.%' OR type LIKE 'revocation.%'),
+                       (SELECT count(*)::int FROM revoker.revocation_requests),
+                       (SELECT count(*)::int FROM revoker.outbox_events
+                         WHERE (type LIKE 'grant.%' OR type LIKE 'revocation.%') AND occurred_at > now() - interval '1 hour')
+                """,
+                logger: Self.logger
+            ).collect()
+            let (finished, requests, recent) = try #require(try events.first?.decode((Int, Int, Int).self))
+            #expect(finished == requests && recent == 0, "\(finished) \(requests) \(recent)")
+
             let key = try Self.publicKey(options)
             let verified = try await AuditVerifier(client: client, logger: Self.logger).verify(keys: [key])
             #expect(verified.intact, "\(verified.text)")
