@@ -32,7 +32,9 @@ struct AuditArchiveTests {
         var requests: [String: UUID] = [:]
         for name in ["old-1", "old-2", "old-3"] {
             requests[name] = UUID()
-            try await AuditPartitionTests.writeEarlier(requests[name]!, monthsAgo: 2, rows: 3, db)
+            // old-1's rows name two users: the id given, then an identity token's subject.
+            let users = name == "old-1" ? ["user-given", "user-verified"] : []
+            try await AuditPartitionTests.writeEarlier(requests[name]!, monthsAgo: 2, rows: 3, userIDs: users, db)
         }
         _ = try #require(try await checkpoints.take(signer: signer, backdatedTo: firstDay(monthsAgo: 1).addingTimeInterval(-3_600)))
         for name in ["across", "two-months"] {
@@ -41,7 +43,14 @@ struct AuditArchiveTests {
         }
         requests["last-month"] = UUID()
         try await AuditPartitionTests.writeEarlier(requests["last-month"]!, monthsAgo: 1, rows: 4, db)
-        try await AuditPartitionTests.writeEarlier(requests["two-months"]!, monthsAgo: 1, rows: 1, continuing: true, db)
+        try await AuditPartitionTests.writeEarlier(
+            requests["two-months"]!,
+            monthsAgo: 1,
+            rows: 1,
+            continuing: true,
+            userIDs: ["user-later"],
+            db
+        )
         _ = try #require(try await checkpoints.take(signer: signer, backdatedTo: firstDay(monthsAgo: 0).addingTimeInterval(-3_600)))
         try await db.client.query(
             "INSERT INTO revoker.audit_events (request_id, client_id, event, actor) VALUES (\(requests["across"]!), 'com.example.app', 'note', 't')"
@@ -86,6 +95,12 @@ struct AuditArchiveTests {
             let firstName = URL(fileURLWithPath: first).lastPathComponent
             #expect(oldOnes.requests.filter { $0.archive == firstName }.count == 5)
             #expect(oldOnes.requests.filter { $0.archive == nil }.map(\.requestID) == [requests["last-month"]])
+            // By any user id its rows named, archived or still here.
+            for (user, name) in [("user-given", "old-1"), ("user-verified", "old-1"), ("user-later", "two-months")] {
+                let found = try await search.search(AuditRequestSearch(userID: user))
+                #expect(found.requests.map(\.requestID) == [requests[name]], "\(user)")
+                #expect(found.requests.first?.archive == firstName, "\(user)")
+            }
             let live = try await search.search(AuditRequestSearch(externalReference: "now"))
             #expect(live.requests.map(\.archive) == [nil])
             var pages: [UUID] = []

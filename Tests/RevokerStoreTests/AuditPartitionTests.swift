@@ -21,18 +21,21 @@ struct AuditPartitionTests {
         rows: Int,
         beforeMonthEnd: String = "9 days",
         continuing: Bool = false,
+        userIDs: [String] = [],
         _ db: ScratchDatabase
     ) async throws {
+        // The g-th row names the g-th user id, if any.
+        let users = "ARRAY[" + userIDs.map { "'\($0)'" }.joined(separator: ", ") + "]::text[]"
         try await db.client.withTransaction(logger: logger) { connection in
             try await connection.query("SET LOCAL revoker.history_clock = 'on'", logger: logger)
             try await connection.query(
                 PostgresQuery(
                     unsafeSQL: """
-                        INSERT INTO revoker.audit_events (occurred_at, request_id, client_id, external_reference, event, actor)
+                        INSERT INTO revoker.audit_events (occurred_at, request_id, client_id, external_reference, event, actor, apple_user_id)
                         SELECT date_trunc('month', now(), 'UTC') - interval '\(monthsAgo - 1) months' - interval '\(beforeMonthEnd)'
                                    + g * interval '1 minute',
                                '\(request.uuidString.lowercased())', 'com.example.app', 'old',
-                               CASE WHEN g = 1 AND \(!continuing) THEN 'enqueued' ELSE 'note' END, 't'
+                               CASE WHEN g = 1 AND \(!continuing) THEN 'enqueued' ELSE 'note' END, 't', (\(users))[g]
                         FROM generate_series(1, \(rows)) g
                         """
                 ),

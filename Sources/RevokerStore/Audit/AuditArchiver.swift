@@ -260,13 +260,13 @@ public struct AuditArchiver: Sendable {
                         """
                         INSERT INTO revoker.audit_archived_requests
                             (request_id, archive_id, enqueued_id, requested_at, requested_by, client_id, external_reference, user_id,
-                             outcome, finished_at)
+                             user_ids, outcome, finished_at)
                         SELECT request_id, \(id), enqueued_id, timestamptz 'epoch' + requested_at_us * interval '1 microsecond',
-                               requested_by, client_id, external_reference, user_id, outcome,
+                               requested_by, client_id, external_reference, user_id, user_ids, outcome,
                                timestamptz 'epoch' + finished_at_us * interval '1 microsecond'
                         FROM jsonb_to_recordset(\(rows)::jsonb) AS t(
                             request_id uuid, enqueued_id int8, requested_at_us int8, requested_by text, client_id text,
-                            external_reference text, user_id text, outcome text, finished_at_us int8)
+                            external_reference text, user_id text, user_ids text[], outcome text, finished_at_us int8)
                         ON CONFLICT (request_id) DO NOTHING
                         """,
                         logger: logger
@@ -328,6 +328,8 @@ public struct AuditArchiver: Sendable {
         var clientID: String?
         var reference: String?
         var userID: String?
+        /// Every user id its rows name, in the order they first did (the search finds it by any).
+        var userIDs: [String] = []
         var outcome: String?
         var finishedAtMicros: Int64?
 
@@ -339,6 +341,7 @@ public struct AuditArchiver: Sendable {
             clientID = row.clientID
             reference = row.externalReference
             userID = row.userID
+            userIDs = row.userID.map { [$0] } ?? []
         }
 
         enum CodingKeys: String, CodingKey {
@@ -349,12 +352,16 @@ public struct AuditArchiver: Sendable {
             case clientID = "client_id"
             case reference = "external_reference"
             case userID = "user_id"
+            case userIDs = "user_ids"
             case outcome
             case finishedAtMicros = "finished_at_us"
         }
 
         mutating func take(_ row: AuditChainRow) {
-            if let user = row.userID { userID = user }
+            if let user = row.userID {
+                userID = user
+                if !userIDs.contains(user) { userIDs.append(user) }
+            }
             if AuditReceipt.finalEvents.contains(row.event) {
                 outcome = AuditReceipt.outcome(event: row.event, detail: row.detail) ?? row.event
                 finishedAtMicros = row.occurredAtMicros

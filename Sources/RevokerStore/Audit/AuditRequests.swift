@@ -129,7 +129,10 @@ public struct AuditRequests: Sendable {
         try filter(
             search.userID,
             live: { "e.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \($0))" },
-            archive: { "r.user_id = \($0)" }
+            // Any id its archived rows named, or one its rows still here name.
+            archive: {
+                "(r.user_ids @> ARRAY[\($0)::text] OR r.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \($0)))"
+            }
         )
         try filter(search.from, live: { "e.occurred_at >= \($0)" }, archive: { "r.requested_at >= \($0)" })
         try filter(search.to, live: { "e.occurred_at < \($0)" }, archive: { "r.requested_at < \($0)" })
