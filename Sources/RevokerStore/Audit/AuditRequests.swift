@@ -126,13 +126,13 @@ public struct AuditRequests: Sendable {
         try filter(search.externalReference, live: { "e.external_reference = \($0)" }, archive: { "r.external_reference = \($0)" })
         try filter(search.clientID, live: { "e.client_id = \($0)" }, archive: { "r.client_id = \($0)" })
         try filter(search.clientIDs, live: { "e.client_id = ANY(\($0)::text[])" }, archive: { "r.client_id = ANY(\($0)::text[])" })
+        // The requests whose rows here name the user.
+        let named = { (user: String) in "(SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \(user))" }
         try filter(
             search.userID,
-            live: { "e.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \($0))" },
+            live: { "e.request_id IN \(named($0))" },
             // Any id its archived rows named, or one its rows still here name.
-            archive: {
-                "(r.user_ids @> ARRAY[\($0)::text] OR r.request_id IN (SELECT a.request_id FROM revoker.audit_events a WHERE a.apple_user_id = \($0)))"
-            }
+            archive: { "(r.user_ids @> ARRAY[\($0)::text] OR r.request_id IN \(named($0)))" }
         )
         try filter(search.from, live: { "e.occurred_at >= \($0)" }, archive: { "r.requested_at >= \($0)" })
         try filter(search.to, live: { "e.occurred_at < \($0)" }, archive: { "r.requested_at < \($0)" })

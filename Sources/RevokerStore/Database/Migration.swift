@@ -100,10 +100,5 @@ public struct Migration: Sendable, Hashable {
             name: "0022_audit_archives",
             sql: String(decoding: PackageResources._022_audit_archives_sql, as: UTF8.self)
         ),
-        Migration(
-            version: 23,
-            name: "0023_archived_request_users",
-            sql: String(decoding: PackageResources._023_archived_request_users_sql, as: UTF8.self)
-        ),
     ]
 }

@@ -52,12 +52,15 @@ CREATE TABLE revoker.audit_archived_requests (
     client_id           text,
     external_reference  text,
     user_id             text,
+    -- Every user id its rows named (an identity token's subject may differ from the id the
+    -- backend gave): the search finds it by any, as it finds a live request; user_id is the last.
+    user_ids            text[]      NOT NULL DEFAULT '{}',
     outcome             text,
     finished_at         timestamptz
 );
 CREATE INDEX audit_archived_requests_requested ON revoker.audit_archived_requests (requested_at, enqueued_id);
 CREATE INDEX audit_archived_requests_reference ON revoker.audit_archived_requests (external_reference, requested_at);
-CREATE INDEX audit_archived_requests_user ON revoker.audit_archived_requests (user_id, requested_at) WHERE user_id IS NOT NULL;
+CREATE INDEX audit_archived_requests_users ON revoker.audit_archived_requests USING gin (user_ids);
 CREATE INDEX audit_archived_requests_client ON revoker.audit_archived_requests (client_id, requested_at);
 
 CREATE TRIGGER audit_archived_checkpoints_no_truncate BEFORE TRUNCATE ON revoker.audit_archived_checkpoints
