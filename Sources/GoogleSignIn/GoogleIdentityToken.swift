@@ -63,13 +63,20 @@ public struct GoogleIdentityClaims: JWTPayload, Equatable {
 }
 
 /// Google's identity-token keys from its JWKS, cached per `Cache-Control: max-age` (at least
-/// `minimumRefreshInterval`, at most a day) and fetched again for an unknown `kid`, one fetch at
-/// a time and at most once per `minimumRefreshInterval`, failures included (``RS256KeySet``).
+/// `minimumRefreshInterval`, at most a day) and fetched again for an unknown `kid`: at once for
+/// Google's own answers, at most once per `unknownKeyInterval` for tokens from outside, one fetch
+/// at a time (``RS256KeySet``).
 public struct GoogleKeySet: Sendable {
     public let keys: RS256KeySet
 
-    public init(client: GoogleClient, minimumRefreshInterval: Duration = .seconds(60)) {
-        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) { try await client.keys() }
+    public init(
+        client: GoogleClient,
+        minimumRefreshInterval: Duration = .seconds(60),
+        unknownKeyInterval: Duration = RS256KeySet.defaultUnknownKeyInterval
+    ) {
+        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval, unknownKeyInterval: unknownKeyInterval) {
+            try await client.keys()
+        }
     }
 
     /// The keys of Cross-Account Protection's security events: the `jwks_uri` of its discovery
@@ -88,10 +95,19 @@ public struct GoogleKeySet: Sendable {
         _ token: String,
         as _: Payload.Type,
         noun: String,
-        malformed: GoogleSignInError.Code
+        malformed: GoogleSignInError.Code,
+        from origin: RS256KeySet.Origin
     ) async throws -> (kid: String, payload: Payload) {
         do {
-            return try await keys.verify(token, as: Payload.self)
+            return try await keys.verify(token, as: Payload.self, from: origin)
+        } catch let wait as RS256KeySet.KeysNotYetFetched {
+            throw ProviderFailure(
+                endpoint: GoogleEndpoint.certs.rawValue,
+                classification: .transient,
+                httpStatus: nil,
+                retryAfter: wait.retryAfter,
+                detail: "\(noun) names a key Google's keys were not fetched for yet"
+            )
         } catch let rejection as RS256KeySet.Rejection {
             switch rejection {
             case .malformed: throw GoogleSignInError(malformed, "\(noun) is not a well-formed JWS with Google's claims.")
@@ -117,12 +133,25 @@ public struct GoogleIdentityTokenVerifier: Sendable {
     }
 
     /// Verifies `token` for an app whose client IDs are `audiences` and returns its claims.
+    /// `origin` is where it came from: Google's answer to Revoker's own call, or outside (a
+    /// backend passing on what its app got).
     ///
     /// Throws ``GoogleSignInError`` when the token is bad, ``ProviderFailure`` when Google's keys
     /// cannot be fetched.
-    public func verify(_ token: String, audiences: [String], now: Date = Date()) async throws -> GoogleIdentityClaims {
+    public func verify(
+        _ token: String,
+        audiences: [String],
+        from origin: RS256KeySet.Origin = .outside,
+        now: Date = Date()
+    ) async throws -> GoogleIdentityClaims {
         let noun = "The identity token"
-        let claims = try await keys.verifySignature(token, as: GoogleIdentityClaims.self, noun: noun, malformed: .malformedIdentityToken).payload
+        let claims = try await keys.verifySignature(
+            token,
+            as: GoogleIdentityClaims.self,
+            noun: noun,
+            malformed: .malformedIdentityToken,
+            from: origin
+        ).payload
         guard GoogleIdentityClaims.googleIssuers.contains(claims.issuer.value) else {
             throw GoogleSignInError(.wrongIssuer, "\(noun) was issued by '\(claims.issuer.value.prefix(100))', not Google.")
         }

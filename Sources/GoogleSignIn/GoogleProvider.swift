@@ -27,7 +27,7 @@ public struct GoogleProvider: SignInProvider {
             throw IdentityTokenRejected(code: "unknown_client_id", reason: "No Google app with this client_id is configured.")
         }
         do {
-            return try await verifier.verify(token, audiences: app.app.audiences).googleUserID
+            return try await verifier.verify(token, audiences: app.app.audiences, from: .outside).googleUserID
         } catch let error as GoogleSignInError {
             throw IdentityTokenRejected(code: error.code.rawValue, reason: error.message)
         }
@@ -51,7 +51,7 @@ public struct GoogleProviderApp: ProviderApp {
         return GrantProof(
             refreshToken: response.refreshToken,
             accessToken: response.accessToken,
-            identity: try await identity(response.idToken)
+            identity: await identity(response.idToken)
         )
     }
 
@@ -60,7 +60,7 @@ public struct GoogleProviderApp: ProviderApp {
     public func prove(refreshToken: String) async throws -> GrantProof {
         let form = [("grant_type", "refresh_token"), ("refresh_token", refreshToken)] + credentials
         let response = try await client.token(form: form, secrets: [refreshToken, app.clientSecret.value])
-        return GrantProof(identity: try await identity(response.idToken))
+        return GrantProof(identity: await identity(response.idToken))
     }
 
     /// Google's revoke takes either kind of token and ends the whole grant.
@@ -86,13 +86,25 @@ public struct GoogleProviderApp: ProviderApp {
 
     private var credentials: [(String, String)] { [("client_id", app.clientID), ("client_secret", app.clientSecret.value)] }
 
-    /// Verifies the identity token; a failure to fetch Google's keys is a failed call.
-    func identity(_ idToken: String?) async throws -> IdentityCheck {
+    /// Verifies the identity token of Google's answer. It never throws: the tokens beside it are
+    /// live, and a key Google's certs do not list yet (or keys that cannot be fetched) leaves the
+    /// check for later, not the grant behind.
+    func identity(_ idToken: String?) async -> IdentityCheck {
         guard let idToken else { return .absent }
         do {
-            return .verified(subject: try await verifier.verify(idToken, audiences: app.audiences).googleUserID)
+            return .verified(subject: try await verifier.verify(idToken, audiences: app.audiences, from: .providerAnswer).googleUserID)
         } catch let failure as ProviderFailure {
-            throw failure
+            return .unavailable(failure)
+        } catch let error as GoogleSignInError where error.code == .unknownSigningKey {
+            return .unavailable(
+                ProviderFailure(
+                    endpoint: GoogleEndpoint.certs.rawValue,
+                    classification: .transient,
+                    httpStatus: nil,
+                    error: error.code.rawValue,
+                    detail: "Google's identity token names a key its certs do not list yet"
+                )
+            )
         } catch {
             return .unverifiable(code: (error as? GoogleSignInError)?.code.rawValue ?? "id_token_invalid")
         }

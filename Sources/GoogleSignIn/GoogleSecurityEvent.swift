@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import RevokerProvider
 
 /// A verified security event token from Google's Cross-Account Protection (RISC).
 public struct GoogleSecurityEvent: Sendable, Equatable {
@@ -79,7 +80,13 @@ public struct GoogleSecurityEventVerifier: Sendable {
     ///   ``ProviderFailure`` when Google's keys cannot be fetched.
     public func verify(_ token: String, now: Date = Date()) async throws -> GoogleSecurityEvent {
         let noun = "The security event token"
-        let (keyID, claims) = try await keys.verifySignature(token, as: SecurityEventClaims.self, noun: noun, malformed: .malformedSecurityEvent)
+        let (keyID, claims) = try await keys.verifySignature(
+            token,
+            as: SecurityEventClaims.self,
+            noun: noun,
+            malformed: .malformedSecurityEvent,
+            from: .outside
+        )
         guard case .string(let issuer) = claims.values["iss"], Self.issuers.contains(issuer) else {
             throw GoogleSignInError(.wrongIssuer, "\(noun) was not issued by Google.")
         }

@@ -205,7 +205,8 @@ public struct RevokerApp: Sendable {
         if parts.contains(.api) {
             let api = RevokerAPI(
                 database: database,
-                queue: queue,
+                // A statement the API stopped waiting for is ended by the server, not left running.
+                queue: queue.statementsLimited(to: configuration.http.databaseTimeout),
                 settings: configuration.http,
                 clientIDs: configuration.clientIDsByProvider,
                 providers: providers,
@@ -216,6 +217,7 @@ public struct RevokerApp: Sendable {
                 auditKeys: configuration.audit.verificationKeys,
                 auditSigner: signer,
                 traced: TracingBootstrap.isBootstrapped,
+                callerSampling: configuration.tracing.callerSamplingRatio.map { .decided(ratio: $0) } ?? .followed,
                 logger: logger
             )
             self.api = api

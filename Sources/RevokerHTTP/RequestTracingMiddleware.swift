@@ -10,10 +10,18 @@ import Tracing
 /// logs the whole carrier (the `Authorization` header with it) when a `traceparent` does not
 /// parse. Here only a checked `traceparent` reaches the tracer, and the span records the method,
 /// the route and the status: no header, no path (it may name an account), no query.
+///
+/// The caller's `sampled` flag would decide whether the whole trace is exported: anyone could
+/// make the operator export every request. So it is followed only when the operator trusts the
+/// callers (``CallerSampling/followed``); otherwise the trace is continued with the operator's
+/// own decision in its place.
 struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
+    let sampling: CallerSampling
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let method = request.method.rawValue
-        return try await withSpan("\(method)", context: request.traceParent?.context ?? .topLevel, ofKind: .server) { span in
+        let parent = request.traceParent.map(sampling.applied)
+        return try await withSpan("\(method)", context: parent?.context ?? .topLevel, ofKind: .server) { span in
             span.attributes["http.request.method"] = method
             do {
                 let response = try await next(request, context)
@@ -34,6 +42,23 @@ struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         span.attributes["http.response.status_code"] = status
         if status >= 500 { span.setStatus(SpanStatus(code: .error)) }
+    }
+}
+
+/// Whose word decides whether a caller's trace is sampled (`tracing.trust_caller_sampling`).
+public enum CallerSampling: Sendable, Hashable {
+    /// The caller's `sampled` flag is followed: the operator trusts every caller of the API.
+    case followed
+    /// The caller's trace is continued with its `sampled` flag replaced by the operator's decision:
+    /// a trace is sampled when its id falls within `ratio` (``TraceParent/isSampled(atRatio:)``).
+    case decided(ratio: Double)
+
+    /// `parent` with the `sampled` flag this policy gives it.
+    func applied(to parent: TraceParent) -> TraceParent {
+        switch self {
+        case .followed: parent
+        case .decided(let ratio): parent.sampled(parent.isSampled(atRatio: ratio))
+        }
     }
 }
 

@@ -31,6 +31,8 @@ public struct RevokerAPI: Sendable {
     let pages: CompliancePagesController?
     /// Whether requests are traced: off, the API makes no span at all.
     let traced: Bool
+    /// Whose word decides whether a caller's trace is sampled.
+    let callerSampling: CallerSampling
 
     /// - Parameters:
     ///   - queue: where enqueued requests go (its sealer seals their credentials).
@@ -44,6 +46,7 @@ public struct RevokerAPI: Sendable {
     ///   - auditKeys: the public keys that verify the audit trail's checkpoints.
     ///   - auditSigner: signs receipts (and the checkpoints they need); without it there are none.
     ///   - traced: whether a tracer is bootstrapped: each request is then a span (``RequestTracingMiddleware``).
+    ///   - callerSampling: whether a caller's `sampled` flag is followed, or the operator's sampler decides.
     public init(
         database: PostgresClient,
         queue: RevocationQueue,
@@ -57,9 +60,11 @@ public struct RevokerAPI: Sendable {
         auditKeys: [AuditPublicKey] = [],
         auditSigner: AuditSigner? = nil,
         traced: Bool = false,
+        callerSampling: CallerSampling = .followed,
         logger: Logger
     ) {
         self.traced = traced
+        self.callerSampling = callerSampling
         let keys = APIKeys(keys: settings.apiKeys)
         let metrics = APIMetrics(factory: PrometheusMetricsFactory(registry: registry))
         let store = DatabaseDeadline(limit: settings.databaseTimeout, metrics: metrics)
@@ -170,7 +175,7 @@ public struct RevokerAPI: Sendable {
     public func router() -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         // First, so that its span covers the others and sees the answer they make of an error.
-        if traced { router.add(middleware: RequestTracingMiddleware()) }
+        if traced { router.add(middleware: RequestTracingMiddleware(sampling: callerSampling)) }
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ProblemMiddleware())
         health.addRoutes(to: router)

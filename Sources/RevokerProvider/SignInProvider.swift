@@ -96,6 +96,9 @@ public enum IdentityCheck: Sendable, Hashable {
     case absent
     /// An identity token came back and did not verify; `code` names why (a bounded word).
     case unverifiable(code: String)
+    /// An identity token came back and could not be checked yet: the provider's keys could not be
+    /// fetched, or do not list the key yet. The grant is live; whose it is must be asked again.
+    case unavailable(ProviderFailure)
 }
 
 /// The providers one process serves, by name.

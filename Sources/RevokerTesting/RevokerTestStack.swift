@@ -208,6 +208,64 @@ public struct RevokerTestStack: Sendable {
         return records
     }
 
+    /// Takes `count` grants of one account into custody as a worker leaves them once their
+    /// provider proved them: live refresh tokens minted at the sandbox, sealed and held, each bound
+    /// to its user (`<reference>-user-<n>`). A fixture for tests of scale (thousands of grants)
+    /// that registering one by one would spend their time on; it writes no registration trail.
+    /// Returns the sandbox's grant ids.
+    public func holdMany(provider: ProviderName = .apple, clientID: String, accountReference: String, count: Int) async throws -> [String] {
+        let minted = try await withThrowingTaskGroup(of: (Int, SandboxAdmin.Minted).self) { group in
+            var next = 0
+            var minted: [SandboxAdmin.Minted?] = Array(repeating: nil, count: count)
+            func add() {
+                guard next < count else { return }
+                let (index, subject) = (next, "\(accountReference)-user-\(next)")
+                next += 1
+                group.addTask {
+                    let token =
+                        provider == .google
+                        ? try await sandbox.google.mintRefreshToken(clientID: clientID, subject: subject)
+                        : try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
+                    return (index, token)
+                }
+            }
+            for _ in 0..<16 { add() }
+            while let (index, token) = try await group.next() {
+                minted[index] = token
+                add()
+            }
+            return minted.compactMap { $0 }
+        }
+        for token in minted { secrets.add(token.value) }
+        for start in stride(from: 0, to: minted.count, by: 1000) {
+            let chunk = minted[start..<min(start + 1000, minted.count)]
+            var (ids, users, sealed, keys, digests) = ([UUID](), [String](), [String](), [String](), [String]())
+            for (offset, token) in zip(chunk.indices, chunk) {
+                let id = UUID()
+                let credential = Credential(kind: .refreshToken, secret: token.value)
+                let seal = try configuration.sealer.seal(credential, grantID: id)
+                ids.append(id)
+                users.append("\(accountReference)-user-\(offset)")
+                sealed.append(Data(seal.bytes).base64EncodedString())
+                keys.append(seal.keyID)
+                digests.append(credential.digest.map { String(format: "%02x", $0) }.joined())
+            }
+            try await database.client.query(
+                """
+                INSERT INTO revoker.grants
+                    (id, provider, client_id, account_reference, user_id, user_source, registered_kind, registered_digest,
+                     state, sealed_token, token_key_id, held_at)
+                SELECT g.id, \(provider.rawValue), \(clientID), \(accountReference), g.user_id, 'verified_id_token', 'refresh_token',
+                       decode(g.digest, 'hex'), 'held', decode(g.sealed, 'base64'), g.key_id, now()
+                FROM unnest(\(ids)::uuid[], \(users)::text[], \(sealed)::text[], \(keys)::text[], \(digests)::text[])
+                     AS g(id, user_id, sealed, key_id, digest)
+                """,
+                logger: logger
+            ).collect()
+        }
+        return minted.map(\.grantID)
+    }
+
     /// The environment for a `revoker` process using this harness's database, sandbox and apps.
     public var environment: [String: String] {
         files.environment(databaseURL: database.url, sandbox: sandbox)
@@ -215,8 +273,7 @@ public struct RevokerTestStack: Sendable {
 
     /// Fails when `text` (a process's output) contains a token, a code or a private key.
     public func expectNoSecrets(in text: String) throws {
-        let keyBodies = files.secretTexts
-        for secret in secrets.all + keyBodies where text.contains(secret) {
+        if SecretScanner(secrets.all + files.secretTexts).foundAny(in: text) {
             throw LeakedSecret(where: "process output")
         }
     }
@@ -232,9 +289,7 @@ public struct RevokerTestStack: Sendable {
 
     /// Fails when any captured log line contains a token, a code or a private key.
     public func expectNoSecretsInLogs() throws {
-        let lines = logs.all
-        let keyBodies = files.secretTexts
-        for secret in secrets.all + keyBodies where lines.contains(where: { $0.contains(secret) }) {
+        if SecretScanner(secrets.all + files.secretTexts).foundAny(in: logs.all.joined(separator: "\n")) {
             throw LeakedSecret(where: "log output")
         }
     }
@@ -242,7 +297,7 @@ public struct RevokerTestStack: Sendable {
     /// Fails when any audit row contains a token, a code or a private key.
     public func expectNoSecretsInAudit() async throws {
         let rows = try await audit().map { "\($0)" }
-        for secret in secrets.all where rows.contains(where: { $0.contains(secret) }) {
+        if SecretScanner(secrets.all).foundAny(in: rows.joined(separator: "\n")) {
             throw LeakedSecret(where: "the audit trail")
         }
     }

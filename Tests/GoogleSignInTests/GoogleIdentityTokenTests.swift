@@ -145,27 +145,90 @@ struct GoogleIdentityTokenTests {
         _ = try await verifier.verify(try await sandbox.google.mintIdentityToken(request), audiences: app.audiences)
     }
 
-    @Test func anUnknownKeyIsFetchedForAtMostOncePerInterval() async throws {
+    @Test func aKeyGooglesOwnAnswerNamesIsFetchedAtOnceWhateverTheInterval() async throws {
         try await RunningSandbox.with { sandbox in
             try await sandbox.withGoogleClient { client in
                 let app = try await sandbox.registerGoogleApp()
                 let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
-                let patient = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600))
-                let eager = GoogleKeySet(client: client, minimumRefreshInterval: .zero)
-                for keys in [patient, eager] {
-                    try await verify(sandbox, GoogleIdentityTokenVerifier(keys: keys), app, request)
-                    try await verify(sandbox, GoogleIdentityTokenVerifier(keys: keys), app, request)
-                    #expect(await keys.keys.fetches == 1, "within max-age the cached keys serve")
+                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600))
+                let verifier = GoogleIdentityTokenVerifier(keys: keys)
+                for _ in 0..<2 {
+                    let token = try await sandbox.google.mintIdentityToken(request)
+                    _ = try await verifier.verify(token, audiences: app.audiences, from: .providerAnswer)
                 }
-                _ = try await sandbox.google.rotateKeys()
-                // Right after a fetch a new kid is not fetched for: a flood of made-up kids costs Google nothing.
+                #expect(await keys.keys.fetches == 1, "within max-age the cached keys serve")
+                // Google rotates and retires the old key at once: its token endpoint's answers name the new one.
+                _ = try await sandbox.google.rotateKeys(retire: true)
+                let rotated = try await sandbox.google.mintIdentityToken(request)
+                #expect(try await verifier.verify(rotated, audiences: app.audiences, from: .providerAnswer).googleUserID == "u")
+                #expect(await keys.keys.fetches == 2)
+                // A key Google does not list even in a fetch made after the answer came is unknown.
+                let unlisted = try await sandbox.google.mintIdentityToken(
+                    .init(subject: "u", audience: [app.clientID], signature: .unknownKey)
+                )
                 await #expect {
-                    try await verify(sandbox, GoogleIdentityTokenVerifier(keys: patient), app, request)
+                    try await verifier.verify(unlisted, audiences: app.audiences, from: .providerAnswer)
                 } throws: { ($0 as? GoogleSignInError)?.code == .unknownSigningKey }
-                #expect(await patient.keys.fetches == 1)
-                // Once the interval has passed it is, and the rotated key verifies.
-                try await verify(sandbox, GoogleIdentityTokenVerifier(keys: eager), app, request)
-                #expect(await eager.keys.fetches == 2)
+                #expect(await keys.keys.fetches == 3)
+            }
+        }
+    }
+
+    @Test func aKeyATokenFromOutsideNamesWaitsForTheNextAllowedFetchAndAFloodMakesOne() async throws {
+        try await RunningSandbox.with { sandbox in
+            try await sandbox.withGoogleClient { client in
+                let app = try await sandbox.registerGoogleApp()
+                let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
+                let interval = Duration.seconds(3)
+                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600), unknownKeyInterval: interval)
+                let verifier = GoogleIdentityTokenVerifier(keys: keys)
+                _ = try await verifier.verify(try await sandbox.google.mintIdentityToken(request), audiences: app.audiences)
+                _ = try await sandbox.google.rotateKeys(retire: true)
+                let rotated = try await sandbox.google.mintIdentityToken(request)
+                let madeUp = try await sandbox.google.mintIdentityToken(.init(subject: "u", audience: [app.clientID], signature: .unknownKey))
+                // Right after a fetch, a genuine token under the new key waits for the next allowed
+                // fetch instead of being refused, and 30 made-up kids at once wait for the same one.
+                let started = ContinuousClock.now
+                let results = try await withThrowingTaskGroup(of: Bool.self) { group in
+                    group.addTask { (try? await verifier.verify(rotated, audiences: app.audiences)) != nil }
+                    for _ in 0..<30 {
+                        group.addTask {
+                            do {
+                                _ = try await verifier.verify(madeUp, audiences: app.audiences)
+                                return true
+                            } catch let error as GoogleSignInError where error.code == .unknownSigningKey {
+                                return false
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [Bool]()) { $0.append($1) }
+                }
+                #expect(results.filter { $0 }.count == 1, "the genuine token verifies, none of the made-up ones")
+                // One fetch for the whole flood: one more only if it lasted past an interval (a loaded machine).
+                let made = await keys.keys.fetches - 1
+                let intervals = Int((ContinuousClock.now - started) / interval)
+                #expect((1...(1 + intervals)).contains(made), "\(made) fetches over \(intervals + 1) intervals")
+            }
+        }
+    }
+
+    @Test func aTokenFromOutsideIsToldToComeBackWhenTheNextFetchIsTooFarOff() async throws {
+        try await RunningSandbox.with { sandbox in
+            try await sandbox.withGoogleClient { client in
+                let app = try await sandbox.registerGoogleApp()
+                let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
+                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600), unknownKeyInterval: .seconds(300))
+                let verifier = GoogleIdentityTokenVerifier(keys: keys)
+                _ = try await verifier.verify(try await sandbox.google.mintIdentityToken(request), audiences: app.audiences)
+                _ = try await sandbox.google.rotateKeys()
+                let rotated = try await sandbox.google.mintIdentityToken(request)
+                await #expect {
+                    try await verifier.verify(rotated, audiences: app.audiences)
+                } throws: { error in
+                    let failure = error as? ProviderFailure
+                    return failure?.classification == .transient && (failure?.retryAfter ?? .zero) > .seconds(200)
+                }
+                #expect(await keys.keys.fetches == 1, "a flood of made-up kids costs Google nothing")
             }
         }
     }

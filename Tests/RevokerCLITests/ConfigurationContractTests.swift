@@ -544,6 +544,7 @@ private struct Setting {
             "tracing.sampler": Setting(alternative: .string("always_on")) { c, _ in .text(c.tracing.sampler.rawValue) },
             "tracing.sampler_arg": Setting(alternative: .number(0.5)) { c, _ in .number(c.tracing.samplerRatio) },
             "tracing.service_name": Setting(alternative: .string("revoker-eu")) { c, _ in .text(c.tracing.serviceName) },
+            "tracing.trust_caller_sampling": Setting(alternative: .bool(true)) { c, _ in .bool(c.tracing.trustCallerSampling) },
 
             // Documented: `false` answers 404 at /v1/apple/notifications.
             "apple_notifications.enabled": Setting(alternative: .bool(false)) { c, _ in .bool(c.appleNotifications != nil) },

@@ -140,6 +140,52 @@ struct TracingTests {
         }
     }
 
+    /// The operator samples nothing of callers' traces (`parentbased_traceidratio` at 0): a
+    /// caller's `sampled` flag does not make it export its trace, unless the operator trusts its
+    /// callers (`tracing.trust_caller_sampling`).
+    @Test(arguments: [false, true])
+    func aCallersSampledFlagDecidesOnlyWhenTheOperatorTrustsItsCallers(_ trusted: Bool) async throws {
+        let traceID = Self.hex(32)
+        let names = try await OTLPReceiver.with { otlp in
+            try await Self.exportedSpans(otlp, trustingCallers: trusted, traceID: traceID)
+        }
+        if trusted {
+            #expect(names.contains { $0.hasPrefix("POST") }, "a trusted caller's flag is followed: \(names)")
+        } else {
+            #expect(names.isEmpty, "an untrusted caller's flag exports nothing: \(names)")
+        }
+    }
+
+    /// The names of the spans of trace `traceID` that `revoker serve` exported for a deletion
+    /// whose caller sent that trace sampled, under a sampler that keeps none.
+    static func exportedSpans(_ otlp: OTLPReceiver, trustingCallers trusted: Bool, traceID: String) async throws -> [String] {
+        let key = Key()
+        let extra = otlp.environment().merging(["OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"]) { $1 }
+        let tracing: [String: any Sendable] = ["tracing": ["trust_caller_sampling": trusted] as [String: any Sendable]]
+        return try await RevokerTestStack.with(
+            worker: ["poll_interval_seconds": 0.2],
+            http: ["api_keys": key.configuration],
+            settings: tracing
+        ) { stack in
+            let minted = try await stack.sandbox.admin.mintRefreshToken(clientID: Self.notes, subject: "sub-sampled")
+            stack.secrets.add(minted.value)
+            _ = try await Self.serving(stack, extra: extra) { baseURL in
+                let status = try await Self.requestDeletion(
+                    baseURL,
+                    key: key,
+                    reference: "sampled-account",
+                    token: minted.value,
+                    traceParent: "00-\(traceID)-\(Self.hex(16))-01"
+                )
+                #expect(status == 202 || status == 201)
+                try await eventually("the revocation ended") {
+                    try await stack.requests().contains { $0.externalReference == "sampled-account" && $0.state.isFinal }
+                }
+            }
+            return try otlp.spans().filter { $0.traceID == traceID }.map(\.name)
+        }
+    }
+
     @Test func tracingIsOffUnlessConfiguredAndItsHeadersAreNeverShown() throws {
         let off = try RevokerConfiguration.load(file: nil, environment: [:], needs: [])
         #expect(!off.tracing.enabled && off.tracing.loggingMetadataProvider == nil)

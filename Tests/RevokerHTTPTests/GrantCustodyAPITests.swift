@@ -99,7 +99,7 @@ struct GrantCustodyAPITests {
         }
     }
 
-    @Test func aRefreshTokenIsHeldAtOnceWithoutACallAndCannotBeClaimedByAnotherAccount() async throws {
+    @Test func aRefreshTokenIsHeldOnceTheProviderProvedItLiveBoundToTheUserItsAnswerNames() async throws {
         try await Self.with { api, writer, _ in
             let (grantID, token) = try await api.mintRefreshToken(subject: "apple-user-2")
             let body: [String: Any] = [
@@ -108,9 +108,9 @@ struct GrantCustodyAPITests {
             let held = try await api.call(.POST, "/v1/grants", key: writer, json: body)
             #expect(held.status == 201, "\(held.text)")
             #expect(held.json["state"] as? String == "held")
-            #expect(held.json["user_source"] as? String == "stated")
+            #expect(held.json["user_source"] as? String == "verified_id_token", "proven by Apple's answer, not by the backend's word")
             let report = try await api.stack.sandbox.admin.grant(grantID)
-            #expect(report.validations == 0 && report.revokeCalls == 0, "nothing to call the provider about at registration")
+            #expect(report.validations == 1 && report.revokeCalls == 0, "validated once, not revoked")
             // The backend hears of it as of an exchanged code.
             let events = try await AppleNotificationsAPITests.feed(api, key: api.keys.admin, count: 1)
             let told = events.filter { $0["type"] as? String == "grant.held" }.map { AppleNotificationsAPITests.data($0)["grant_id"] as? String }
@@ -136,6 +136,61 @@ struct GrantCustodyAPITests {
             for answer in [held, conflict, two, misplaced, refused] { try api.stack.expectNoSecrets(in: answer.text) }
             let grants = try await api.stack.database.client.query("SELECT count(*)::int FROM revoker.grants").collect()
             #expect(try grants.first?.decode(Int.self) == 1, "refusals store nothing")
+        }
+    }
+
+    /// User B's refresh token handed over with user A's identity token: the identity token proves
+    /// who signed in, not whose token this is. Apple's answer names B, so nothing is held for A,
+    /// and a message about A cannot erase B's live token.
+    @Test func aRefreshTokenIsNotBoundToTheUserAnotherIdentityTokenNames() async throws {
+        try await Self.with { api, writer, _ in
+            let (grantB, tokenB) = try await api.mintRefreshToken(subject: "apple-user-b")
+            let identityA = try await api.stack.sandbox.admin.mintIdentityToken(.init(subject: "apple-user-a", audience: Self.notes))
+            api.stack.secrets.add(identityA)
+            let body: [String: Any] = [
+                "client_id": Self.notes, "account_reference": "account-a", "refresh_token": tokenB, "id_token": identityA,
+            ]
+            let refused = try await api.call(.POST, "/v1/grants", key: writer, json: body)
+            #expect(refused.status == 422, "\(refused.text)")
+            #expect(refused.json["end_reason"] as? String == "subject_mismatch")
+            #expect(refused.json["state"] as? String == "failed")
+            try api.stack.expectNoSecrets(in: refused.text)
+            // Apple says A revoked consent: nothing of B's is touched.
+            #expect(try await AppleNotificationsAPITests.notify(api, "consent-revoked", subject: "apple-user-a").status == 200)
+            let report = try await api.stack.sandbox.admin.grant(grantB)
+            #expect(report.validations == 1 && report.revokeCalls == 0 && !report.revoked, "B's grant is B's: validated once, never revoked")
+            let sealed = try await api.stack.database.client.query("SELECT count(*)::int FROM revoker.grants WHERE sealed_token IS NOT NULL")
+                .collect()
+            #expect(try sealed.first?.decode(Int.self) == 0, "nothing is held under the wrong account")
+        }
+    }
+
+    /// A Google grant whose refresh brings no identity token (no `openid` scope) is held with the
+    /// user the backend stated, unproven. Here the token is B's, stated as A's: when Google says
+    /// A's tokens are revoked, B's token is revoked at Google rather than erased unheard.
+    @Test func aGrantWhoseUserWasOnlyStatedIsRevokedNotErasedWhenAMessageNamesThatUser() async throws {
+        try await Self.with { api, writer, reader in
+            let minted = try await api.stack.sandbox.google.mintRefreshToken(clientID: Self.web, subject: "google-user-b", openID: false)
+            api.stack.secrets.add(minted.value)
+            let body: [String: Any] = [
+                "provider": "google", "client_id": Self.web, "account_reference": "account-9", "refresh_token": minted.value,
+                "user_id": "google-user-a",
+            ]
+            let held = try await api.call(.POST, "/v1/grants", key: writer, json: body)
+            #expect(held.status == 201, "\(held.text)")
+            #expect(held.json["state"] as? String == "held" && held.json["user_source"] as? String == "stated", "\(held.text)")
+            let url = api.baseURL + "/v1/google/risc"
+            let sent = try await api.stack.sandbox.google.sendSecurityEvent(
+                .init(url: url, audience: Self.web, subject: "google-user-a", type: "tokens-revoked")
+            )
+            #expect(sent.status == 202, "\(sent.body)")
+            let id = try #require(held.json["id"] as? String)
+            let ended = try await eventuallyValue("the grant revoked") {
+                let grant = try await api.call(.GET, "/v1/grants/\(id)", key: reader)
+                return ["revoked", "dead"].contains(grant.json["state"] as? String) ? grant : nil
+            }
+            #expect(ended.json["state"] as? String == "revoked", "\(ended.text)")
+            #expect(try await api.stack.sandbox.google.grant(minted.grantID).revocations == 1, "revoked at Google, not only erased here")
         }
     }
 

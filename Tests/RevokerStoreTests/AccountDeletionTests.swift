@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 import RevokerLocalStack
 import RevokerStore
@@ -15,6 +16,31 @@ struct AccountDeletionTests {
 
     static func count(_ db: ScratchDatabase, _ sql: String) async throws -> Int {
         try await db.client.query(PostgresQuery(unsafeSQL: sql)).collect().first?.decode(Int.self) ?? -1
+    }
+
+    /// Registers `token` and takes it into custody as a worker does once the provider proved it.
+    static func hold(_ queue: RevocationQueue, _ reference: String, _ token: String, user: String? = nil) async throws -> Grant {
+        let registered = try await queue.register(grant(reference, Credential(kind: .refreshToken, secret: token)), actor: "t").grant
+        #expect(registered.state == .pending, "held only once the provider proved it")
+        let claimed = try #require(try await queue.claim(batch: 10, lease: .seconds(60), owner: "w").first { $0.request.grantID == registered.id })
+        #expect(try await queue.hold(claimed.lease, grantID: registered.id, refreshToken: token, verifiedUserID: user))
+        return try #require(try await queue.grant(id: registered.id))
+    }
+
+    /// Carries every due request as a worker whose provider answers well would: holds take their
+    /// grant in, revocations end revoked.
+    static func work(_ queue: RevocationQueue) async throws {
+        while true {
+            let claimed = try await queue.claim(batch: 10, lease: .seconds(60), owner: "w")
+            if claimed.isEmpty { return }
+            for item in claimed {
+                if item.request.purpose == .hold, let grantID = item.request.grantID {
+                    #expect(try await queue.hold(item.lease, grantID: grantID, refreshToken: item.credential.secret, verifiedUserID: nil))
+                } else {
+                    #expect(try await queue.finish(item.lease, state: .succeeded, outcome: .revoked, error: nil, events: []))
+                }
+            }
+        }
     }
 
     @Test func aGrantStillBeingTakenInIsRevokedOnceHeldAndOneThatFailsEndsIt() async throws {
@@ -55,15 +81,16 @@ struct AccountDeletionTests {
 
     @Test func aFailedRevocationLeavesTheGrantHeldAndAskingAgainRetriesIt() async throws {
         try await Fixtures.withQueue { db, queue in
-            let held = try await queue.register(Self.grant("acct", Credential(kind: .refreshToken, secret: "r.token")), actor: "t").grant
+            let held = try await Self.hold(queue, "acct", "r.token")
             #expect(held.state == .held)
             let asked = try await queue.requestDeletion(accountReference: "acct", actor: "t")
             guard case .created(let deletion) = asked else { throw RevokerStoreError(.database, "not created") }
             let replay = try await queue.requestDeletion(accountReference: "acct", actor: "t")
             #expect(replay == .existing(try #require(try await queue.deletion(id: deletion.id))), "asked again while it runs")
-            await #expect(throws: RevokerStoreError.self, "another scope while it runs is a conflict") {
-                try await queue.requestDeletion(accountReference: "acct", clientIDs: ["com.example.other"], actor: "t")
-            }
+            let narrower = try await queue.requestDeletion(accountReference: "acct", clientIDs: ["com.example.app"], actor: "t")
+            #expect(narrower.deletion.id == deletion.id, "a deletion of every app already covers one app's")
+            let other = try await queue.requestDeletion(accountReference: "acct", clientIDs: ["com.example.other"], actor: "t")
+            #expect(other.deletion.id == deletion.id, "and any other app's")
 
             let claimed = try #require(try await queue.claim(batch: 10, lease: .seconds(60), owner: "w").first)
             #expect(try await queue.finish(claimed.lease, state: .failed, outcome: .exhausted, error: nil, events: []))
@@ -87,6 +114,41 @@ struct AccountDeletionTests {
                 "SELECT event FROM revoker.audit_events WHERE request_id = \(second.id) ORDER BY id"
             ).collect().map { try $0.decode(String.self) }
             #expect(trail == ["deletion_requested", "deletion_grant", "grant_ended", "deletion_completed"])
+        }
+    }
+
+    /// A sign-in racing a deletion of its account: the registration's transaction is open when
+    /// the deletion is asked. The deletion waits for it and covers its grant; a sign-in while the
+    /// deletion runs joins it; one after the deletion completed is a new sign-in, held.
+    @Test func aSignInRacingADeletionIsCoveredByItOrComesWhollyAfterIt() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let asked = try await db.client.withConnection { connection in
+                let logger = Logger(label: "race")
+                _ = try await connection.query("BEGIN", logger: logger).collect()
+                _ = try await connection.query(
+                    "SELECT revoker.register_grant('apple', 'com.example.app', 'racing', 'refresh_token', 'r.racing')",
+                    logger: logger
+                ).collect()
+                async let deletion = queue.requestDeletion(accountReference: "racing", actor: "t")
+                try await eventually("the deletion waits for the sign-in's transaction", timeout: .seconds(30)) {
+                    try await Self.count(db, "SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 1
+                }
+                _ = try await connection.query("COMMIT", logger: logger).collect()
+                return try await deletion
+            }
+            guard case .created(let deletion) = asked else { throw RevokerStoreError(.database, "not created") }
+            #expect(deletion.state == .pending && deletion.grants.count == 1, "the sign-in that committed first is covered")
+
+            let joining = try await queue.register(Self.grant("racing", Credential(kind: .refreshToken, secret: "r.joining")), actor: "t")
+            #expect(joining.grant.deletionID == deletion.id, "a sign-in while the deletion runs joins it")
+            try await Self.work(queue)
+            let done = try #require(try await queue.deletion(id: deletion.id))
+            #expect(done.state == .completed && done.outcome == .revoked, "\(done)")
+            #expect(done.grants.map(\.state) == [.revoked, .revoked])
+
+            let after = try await queue.register(Self.grant("racing", Credential(kind: .refreshToken, secret: "r.after")), actor: "t")
+            #expect(after.grant.deletionID == nil, "after the deletion completed, a sign-in is a new one")
+            #expect(try await Self.count(db, "SELECT count(*)::int FROM revoker.grants WHERE sealed_token IS NOT NULL") == 0)
         }
     }
 }

@@ -48,6 +48,25 @@ struct MigrationTests {
         }
     }
 
+    /// The README's `psql` line, run as printed: every file applied in its own transaction, and
+    /// the schema it leaves is one `revoker migrate` takes as current.
+    @Test func theReadmesPsqlLineAppliesEveryMigration() async throws {
+        let root = PrivatePostgres.packageRoot
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let command = try #require(
+            readme.components(separatedBy: "`").first { $0.contains("psql") && $0.contains("--single-transaction") },
+            "the README shows how to apply the migrations with psql"
+        )
+        try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
+            let environment = ProcessInfo.processInfo.environment.merging(["DATABASE_URL": db.url]) { $1 }
+            let (status, output) = try ChildProcess.runBlocking("/bin/sh", ["-c", command], environment: environment, workingDirectory: root.path)
+            #expect(status == 0, "\(output.suffix(2000))")
+            let rows = try await db.client.query("SELECT count(*)::int FROM revoker.schema_migrations").collect()
+            #expect(try rows.first?.decode(Int.self) == Migration.all.count)
+            #expect(try await Migrator(client: db.client, logger: Logger(label: "t")).migrate() == [])
+        }
+    }
+
     @Test func refusesChangedChecksum() async throws {
         try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
             try await Migrator(client: db.client, logger: Logger(label: "t")).migrate()

@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import Logging
+import RevokerProvider
 
 /// The claims of Apple's identity token that Revoker uses.
 public struct AppleIdentityClaims: JWTPayload, Equatable {
@@ -77,12 +78,18 @@ public struct AppleIdentityTokenVerifier: Sendable {
         self.leeway = TimeInterval(leeway.components.seconds)
     }
 
-    /// Verifies `token` for `clientID` and returns its claims.
+    /// Verifies `token` for `clientID` and returns its claims. `origin` is where it came from:
+    /// Apple's answer to Revoker's own call, or outside (a backend passing on what its app got).
     ///
     /// Throws ``AppleSignInError`` when the token is bad, ``AppleAPIError`` when Apple's keys
     /// cannot be fetched.
-    public func verify(_ token: String, clientID: String, now: Date = Date()) async throws -> AppleIdentityClaims {
-        let claims = try await keys.verifySignature(token, as: AppleIdentityClaims.self, of: .identityToken).payload
+    public func verify(
+        _ token: String,
+        clientID: String,
+        from origin: RS256KeySet.Origin = .outside,
+        now: Date = Date()
+    ) async throws -> AppleIdentityClaims {
+        let claims = try await keys.verifySignature(token, as: AppleIdentityClaims.self, of: .identityToken, from: origin).payload
         guard claims.issuer.value == AppleIdentityClaims.appleIssuer else {
             throw AppleSignInError(.wrongIssuer, "The identity token was issued by '\(claims.issuer.value.prefix(100))', not Apple.")
         }

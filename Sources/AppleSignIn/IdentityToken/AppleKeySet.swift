@@ -7,14 +7,20 @@ import RevokerProvider
 ///
 /// Keys are cached by `kid` for Apple's `max-age` when it sends one, else for an hour
 /// (``RS256KeySet/defaultLifetime``), so a key Apple retires stops being trusted; they are
-/// fetched again when a token names a key the cache does not hold (Apple rotates keys), one
-/// fetch at a time and at most once per `minimumRefreshInterval`, failures included
-/// (``RS256KeySet``).
+/// fetched again when a token names a key the cache does not hold (Apple rotates keys): at once
+/// for Apple's own answers, at most once per `unknownKeyInterval` for tokens from outside, one
+/// fetch at a time (``RS256KeySet``).
 public struct AppleKeySet: Sendable {
     let keys: RS256KeySet
 
-    public init(client: AppleClient, minimumRefreshInterval: Duration = .seconds(60)) {
-        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval) { try await client.keys() }
+    public init(
+        client: AppleClient,
+        minimumRefreshInterval: Duration = .seconds(60),
+        unknownKeyInterval: Duration = RS256KeySet.defaultUnknownKeyInterval
+    ) {
+        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval, unknownKeyInterval: unknownKeyInterval) {
+            try await client.keys()
+        }
     }
 
     /// How many fetches of Apple's keys were started, failed ones included.
@@ -46,14 +52,24 @@ public struct AppleKeySet: Sendable {
     /// publishes, and that its signature verifies with that key; returns the header's `kid` and
     /// the payload decoded as `Payload` (a payload that does not decode is malformed).
     ///
-    /// Only the signature is checked here: the caller checks every claim.
+    /// Only the signature is checked here: the caller checks every claim. `origin` is where the
+    /// token came from (``RS256KeySet/Origin``).
     func verifySignature<Payload: JWTPayload>(
         _ token: String,
         as _: Payload.Type,
-        of subject: Subject
+        of subject: Subject,
+        from origin: RS256KeySet.Origin
     ) async throws -> (kid: String, payload: Payload) {
         do {
-            return try await keys.verify(token, as: Payload.self)
+            return try await keys.verify(token, as: Payload.self, from: origin)
+        } catch let wait as RS256KeySet.KeysNotYetFetched {
+            throw AppleAPIError(
+                endpoint: .keys,
+                classification: .transient,
+                httpStatus: nil,
+                retryAfter: wait.retryAfter,
+                detail: "\(subject.noun) names a key Apple's keys were not fetched for yet"
+            )
         } catch let rejection as RS256KeySet.Rejection {
             switch rejection {
             case .malformed: throw AppleSignInError(subject.malformed, "\(subject.noun) is not a well-formed JWS.")

@@ -49,7 +49,7 @@ public struct AppleNotificationVerifier: Sendable {
     /// - Throws: ``AppleSignInError`` naming what is wrong (never echoing the token), or
     ///   ``AppleAPIError`` when Apple's keys cannot be fetched.
     public func verify(_ payload: String, clientID: String? = nil, now: Date = Date()) async throws -> AppleNotification {
-        let (keyID, verified) = try await keys.verifySignature(payload, as: NotificationClaims.self, of: .notification)
+        let (keyID, verified) = try await keys.verifySignature(payload, as: NotificationClaims.self, of: .notification, from: .outside)
         let claims = verified.values
 
         guard case .string(let issuer) = claims["iss"] else { throw Self.malformed("has no issuer (iss)") }

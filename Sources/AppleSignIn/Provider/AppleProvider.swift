@@ -53,7 +53,7 @@ public struct AppleProvider: SignInProvider {
             throw IdentityTokenRejected(code: "unknown_client_id", reason: "No Apple app with this client_id is configured.")
         }
         do {
-            return try await verifier.verify(token, clientID: clientID).userID
+            return try await verifier.verify(token, clientID: clientID, from: .outside).userID
         } catch let error as AppleSignInError {
             throw IdentityTokenRejected(code: error.code.description, reason: error.message)
         }
@@ -82,13 +82,13 @@ public struct AppleProviderApp: ProviderApp {
         return GrantProof(
             refreshToken: response.refreshToken,
             accessToken: response.accessToken,
-            identity: try await identity(response.idToken)
+            identity: await identity(response.idToken)
         )
     }
 
     public func prove(refreshToken: String) async throws -> GrantProof {
         let response = try await client.validate(refreshToken: refreshToken)
-        return GrantProof(identity: try await identity(response.idToken))
+        return GrantProof(identity: await identity(response.idToken))
     }
 
     public func revoke(token: String, kind: GrantTokenKind) async throws {
@@ -101,13 +101,25 @@ public struct AppleProviderApp: ProviderApp {
         try await revoke(token: "revoker-probe-\(UUID().uuidString)", kind: .accessToken)
     }
 
-    /// Verifies the identity token; a failure to fetch Apple's keys is a failed call.
-    func identity(_ idToken: String?) async throws -> IdentityCheck {
+    /// Verifies the identity token of Apple's answer. It never throws: the tokens beside it are
+    /// live, and a key Apple's key set does not list yet (or keys that cannot be fetched) leaves
+    /// the check for later, not the grant behind.
+    func identity(_ idToken: String?) async -> IdentityCheck {
         guard let idToken else { return .absent }
         do {
-            return .verified(subject: try await verifier.verify(idToken, clientID: clientID).userID)
+            return .verified(subject: try await verifier.verify(idToken, clientID: clientID, from: .providerAnswer).userID)
         } catch let failure as ProviderFailure {
-            throw failure
+            return .unavailable(failure)
+        } catch let error as AppleSignInError where error.code == .unknownSigningKey {
+            return .unavailable(
+                ProviderFailure(
+                    endpoint: AppleEndpoint.keys.rawValue,
+                    classification: .transient,
+                    httpStatus: nil,
+                    error: error.code.description,
+                    detail: "Apple's identity token names a key /auth/keys does not list yet"
+                )
+            )
         } catch {
             return .unverifiable(code: (error as? AppleSignInError)?.code.description ?? "id_token_invalid")
         }

@@ -20,6 +20,9 @@ public struct TracingSettings: Sendable {
     public var sampler = Sampler.parentBasedAlwaysOn
     /// The ratio of the `traceidratio` samplers, 0 to 1.
     public var samplerRatio = 1.0
+    /// Whether the API follows a caller's `sampled` flag (`traceparent`): only when the operator
+    /// trusts every caller. Otherwise the caller's trace is continued, sampled as the sampler decides.
+    public var trustCallerSampling = false
     /// `service.name` of every span.
     public var serviceName = "revoker"
     /// The other `OTEL_*` variables, which swift-otel reads itself (batching, timeout, TLS files,
@@ -63,7 +66,7 @@ public struct TracingSettings: Sendable {
     /// The `tracing` keys of the configuration file.
     static let fileKeys: [String: SettingShape] = [
         "enabled": .bool, "endpoint": .string, "headers": .secretString, "sampler": .string, "sampler_arg": .number,
-        "service_name": .string,
+        "service_name": .string, "trust_caller_sampling": .bool,
     ]
 
     /// The variables that set `tracing` keys; `traces_endpoint` and `traces_headers` only the environment sets.
@@ -104,12 +107,24 @@ public struct TracingSettings: Sendable {
         }
         samplerRatio = try source.double("sampler_arg", in: 0...1) ?? samplerRatio
         serviceName = reader.string(forKey: "service_name") ?? serviceName
+        trustCallerSampling = reader.bool(forKey: "trust_caller_sampling") ?? trustCallerSampling
         let exporter = environment[Variable.tracesExporter]?.lowercased()
         let disabled = environment[Variable.sdkDisabled]?.lowercased() == "true" || exporter == "none"
         let endpointGiven = baseEndpoint != nil || tracesEndpoint != nil || exporter == "otlp"
         enabled = !disabled && (reader.bool(forKey: "enabled") ?? endpointGiven)
         let own = Set(Self.variables.map(\.name) + [Variable.sdkDisabled, Variable.tracesExporter])
         otherVariables = environment.filter { $0.key.hasPrefix("OTEL_") && !own.contains($0.key) && !$0.key.hasSuffix("_HEADERS") }
+    }
+
+    /// The share of callers' traces the operator's sampler keeps, or nil when callers' own
+    /// `sampled` flags are trusted.
+    public var callerSamplingRatio: Double? {
+        guard !trustCallerSampling else { return nil }
+        switch sampler {
+        case .alwaysOn, .parentBasedAlwaysOn: return 1
+        case .alwaysOff, .parentBasedAlwaysOff: return 0
+        case .traceIDRatio, .parentBasedTraceIDRatio: return samplerRatio
+        }
     }
 
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`'s rule: the traces path appended to the collector's base URL.

@@ -65,11 +65,12 @@ struct InboxController {
             )
             return try self.refusal(refusal, inbox: inbox)
         } catch {
-            // The provider's keys could not be fetched: not the sender's fault.
+            // The provider's keys could not be fetched (or not yet for this key): not the sender's fault.
             result("keys_unavailable")
             context.logger.warning("Could not fetch a provider's keys to verify its message", metadata: ["revoker.provider": "\(inbox.provider)"])
             var problem = APIProblem(.serviceUnavailable, "\(inbox.table.sender)'s signing keys cannot be fetched right now; try again shortly.")
-            problem.headers[.retryAfter] = "5"
+            let wait = (error as? ProviderFailure)?.retryAfter.map { Int(($0 + .milliseconds(999)).components.seconds) }
+            problem.headers[.retryAfter] = "\(max(wait ?? 5, 1))"
             throw problem
         }
         span.attributes["revoker.client_id"] = message.clientID

@@ -2,18 +2,22 @@ import JWTKit
 
 /// A provider's published RS256 signing keys (a JWKS), cached by `kid`.
 ///
-/// Anyone can make a receiver verify a token (notifications and security events come without an
-/// API key), so the provider is asked for its keys sparingly, whatever arrives:
-/// - one fetch at a time: concurrent callers share the fetch under way;
-/// - after any fetch, successful or not, none starts again for `minimumRefreshInterval`, and
-///   after consecutive failures the pause doubles up to ``maximumRetryInterval``;
-/// - keys are kept for the response's `max-age`, but never less than `minimumRefreshInterval`
-///   (a `max-age=0` must not make every token a fetch) and never more than
-///   ``maximumLifetime`` (a retired key stops being trusted); ``defaultLifetime`` without one.
+/// Where a token comes from decides what a `kid` the cache lacks may cost (``Origin``):
+/// - a token in the provider's answer to Revoker's own call (an identity token from its token
+///   endpoint, over TLS) names a key the provider has published: it is fetched for at once, so a
+///   key rotation never turns a live grant into a refusal;
+/// - a token from outside (a notification, a security event, an identity token a backend passes
+///   on) can be made up by anyone: a `kid` the cache lacks is fetched for at most once per
+///   `unknownKeyInterval`, and the token waits for that fetch (up to ``maximumHeld`` tokens at
+///   once) instead of being refused unheard, since Apple does not send a notification twice.
 ///
-/// Keys are fetched again once their lifetime has passed, and when a token names a key the cache
-/// does not hold (keys rotate). While the last fetch failed, tokens whose key is not cached get
-/// that failure (the keys are unavailable, not the key unknown) without a new fetch.
+/// Either way one fetch runs at a time and concurrent callers share it; after a failed fetch none
+/// starts for `minimumRefreshInterval`, doubling with consecutive failures up to
+/// ``maximumRetryInterval``, and while the last fetch failed,
+/// tokens whose key is not cached get that failure (the keys are unavailable, not the key
+/// unknown). Keys are kept for the response's `max-age`, but never less than
+/// `minimumRefreshInterval` (a `max-age=0` must not make every token a fetch) and never more than
+/// ``maximumLifetime`` (a retired key stops being trusted); ``defaultLifetime`` without one.
 public actor RS256KeySet {
     /// Fetches the key set; `maxAge` is how long it may be cached (nil: ``defaultLifetime``).
     public typealias Fetch = @Sendable () async throws -> (keys: JWKS, maxAge: Duration?)
@@ -25,6 +29,30 @@ public actor RS256KeySet {
     public static let maximumLifetime: Duration = .seconds(86_400)
     /// The longest pause after consecutive failed fetches (unless `minimumRefreshInterval` is longer).
     public static let maximumRetryInterval: Duration = .seconds(600)
+    /// The default least time between two fetches that tokens from outside with a `kid` the cache
+    /// lacks make: short enough for a notification to wait for it.
+    public static let defaultUnknownKeyInterval: Duration = .seconds(10)
+    /// The longest a token from outside waits for the next allowed fetch.
+    public static let maximumHold: Duration = .seconds(15)
+    /// Tokens from outside that wait for the next fetch at one time; more are answered at once
+    /// with ``KeysNotYetFetched`` (a flood of made-up `kid`s holds no more than this).
+    public static let maximumHeld = 256
+
+    /// Where a token comes from.
+    public enum Origin: Sendable, Hashable {
+        /// The provider's answer to Revoker's own call: its keys are fetched at once for a `kid`
+        /// the cache lacks (still one fetch in flight).
+        case providerAnswer
+        /// Anyone may have sent it: a `kid` the cache lacks is fetched for at most once per
+        /// interval, the token waiting for that fetch.
+        case outside
+    }
+
+    /// A token from outside named a key the cache lacks while no fetch was allowed and no more
+    /// tokens could wait for one: the sender should try again after `retryAfter`.
+    public struct KeysNotYetFetched: Error, Sendable, Hashable {
+        public let retryAfter: Duration
+    }
 
     /// Why a token's signature was not accepted.
     public enum Rejection: Error, Sendable, Equatable {
@@ -46,6 +74,7 @@ public actor RS256KeySet {
 
     private let fetch: Fetch
     private let minimumRefreshInterval: Duration
+    private let unknownKeyInterval: Duration
     private var keys = JWTKeyCollection()
     private var knownKeyIDs: Set<String> = []
     /// When the cached keys stop being trusted; nil before the first successful fetch.
@@ -56,20 +85,38 @@ public actor RS256KeySet {
     private var lastFailure: (any Error)?
     private var consecutiveFailures = 0
     private var refreshing: Task<Void, any Error>?
+    /// When the last fetch started: a token that arrived before it has had its answer.
+    private var lastFetchStarted: ContinuousClock.Instant?
+    /// Tokens from outside waiting for the next allowed fetch.
+    private var held = 0
     /// How many fetches were started (failed ones included), for tests and diagnostics.
     public private(set) var fetches = 0
 
-    public init(minimumRefreshInterval: Duration = .seconds(60), fetch: @escaping Fetch) {
+    /// - Parameters:
+    ///   - minimumRefreshInterval: the least time keys are cached, and the pause after a failed fetch.
+    ///   - unknownKeyInterval: the least time between two fetches for tokens from outside naming a
+    ///     `kid` the cache lacks (at most `minimumRefreshInterval`).
+    public init(
+        minimumRefreshInterval: Duration = .seconds(60),
+        unknownKeyInterval: Duration = defaultUnknownKeyInterval,
+        fetch: @escaping Fetch
+    ) {
         self.fetch = fetch
         self.minimumRefreshInterval = minimumRefreshInterval
+        self.unknownKeyInterval = min(unknownKeyInterval, minimumRefreshInterval)
     }
 
     /// Checks that `token` is a compact JWS whose header says RS256 with a `kid` the provider
     /// publishes and no `crit`, and that its signature verifies with that key; returns the `kid`
     /// and the payload. Only the signature is checked here: the caller checks every claim.
     ///
-    /// Throws ``Rejection``, or what `fetch` threw when the keys cannot be fetched.
-    public func verify<Payload: JWTPayload>(_ token: String, as _: Payload.Type) async throws -> (kid: String, payload: Payload) {
+    /// Throws ``Rejection``, what `fetch` threw when the keys cannot be fetched, or
+    /// ``KeysNotYetFetched`` for a token from outside that cannot wait for the next fetch.
+    public func verify<Payload: JWTPayload>(
+        _ token: String,
+        as _: Payload.Type,
+        from origin: Origin
+    ) async throws -> (kid: String, payload: Payload) {
         // jwt-kit accepts padding and non-canonical final characters, which would give one
         // signature many spellings: only the canonical form goes on.
         guard Self.isCanonicalCompactJWS(token) else { throw Rejection.malformed }
@@ -84,7 +131,7 @@ public actor RS256KeySet {
         // One algorithm only: `none`, HS256 keyed with the public key and the like never reach a key.
         guard header.alg == "RS256" else { throw Rejection.unsupportedAlgorithm }
         guard let kid = header.kid, !kid.isEmpty else { throw Rejection.missingKeyID }
-        try await prepare(for: kid)
+        try await prepare(for: kid, from: origin)
         guard knownKeyIDs.contains(kid) else { throw Rejection.unknownKey }
         do {
             return (kid, try await keys.verify(token, as: Payload.self))
@@ -106,20 +153,42 @@ public actor RS256KeySet {
         return min(pause, cap)
     }
 
-    /// Fetches the keys when the cache cannot answer for `kid` and a fetch is allowed.
-    private func prepare(for kid: String) async throws {
-        let fresh = expiresAt.map { ContinuousClock.now < $0 } ?? false
-        if fresh, knownKeyIDs.contains(kid) { return }
-        if let refreshing { return try await refreshing.value }
-        if let nextAttempt, ContinuousClock.now < nextAttempt {
-            // Too soon to ask again: after a failure the keys are unavailable; after a success
-            // an unknown kid stays unknown.
-            if let lastFailure { throw lastFailure }
-            return
+    /// Fetches the keys when the cache cannot answer for `kid`: at once for the provider's
+    /// answer, else once a fetch is allowed, waiting for it.
+    private func prepare(for kid: String, from origin: Origin) async throws {
+        let arrived = ContinuousClock.now
+        while true {
+            let now = ContinuousClock.now
+            let known = knownKeyIDs.contains(kid)
+            if known, let expiresAt, now < expiresAt { return }
+            if let refreshing {
+                try await refreshing.value
+                continue
+            }
+            // A fetch that started after the token arrived has answered for it.
+            if let lastFetchStarted, lastFetchStarted >= arrived {
+                if let lastFailure { throw lastFailure }
+                return
+            }
+            if let nextAttempt, now < nextAttempt {
+                // After a failure the keys are unavailable to everyone until the pause is over.
+                if let lastFailure { throw lastFailure }
+                if known { return }
+                if origin == .outside {
+                    guard held < Self.maximumHeld, nextAttempt - now <= Self.maximumHold else {
+                        throw KeysNotYetFetched(retryAfter: nextAttempt - now)
+                    }
+                    held += 1
+                    defer { held -= 1 }
+                    try await Task.sleep(until: nextAttempt, clock: .continuous)
+                    continue
+                }
+            }
+            let task = Task { try await self.load() }
+            refreshing = task
+            lastFetchStarted = now
+            try await task.value
         }
-        let task = Task { try await self.load() }
-        refreshing = task
-        try await task.value
     }
 
     private func load() async throws {
@@ -151,7 +220,7 @@ public actor RS256KeySet {
         knownKeyIDs = ids
         consecutiveFailures = 0
         lastFailure = nil
-        nextAttempt = now + minimumRefreshInterval
+        nextAttempt = now + unknownKeyInterval
         let lifetime = min(max(maxAge ?? Self.defaultLifetime, minimumRefreshInterval), Self.maximumLifetime)
         expiresAt = now + lifetime
     }

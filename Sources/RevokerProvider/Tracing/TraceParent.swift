@@ -38,6 +38,28 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
+    /// Whether the caller sampled its span: the `sampled` bit of the flags.
+    public var isSampled: Bool {
+        guard let flags = UInt8(rawValue.suffix(2), radix: 16) else { return false }
+        return flags & 1 == 1
+    }
+
+    /// The same span with its `sampled` bit set to `sampled`, its other flags kept.
+    public func sampled(_ sampled: Bool) -> TraceParent {
+        let flags = UInt8(rawValue.suffix(2), radix: 16) ?? 0
+        let changed = sampled ? flags | 1 : flags & ~1
+        let hex = String(changed, radix: 16)
+        return TraceParent(rawValue.dropLast(2) + (hex.count == 1 ? "0" + hex : hex)) ?? self
+    }
+
+    /// Whether a trace of this id is sampled at `ratio`: its last 16 hex digits, read as a
+    /// number, fall below `ratio` of their range, so that every process decides alike.
+    public func isSampled(atRatio ratio: Double) -> Bool {
+        guard ratio < 1 else { return true }
+        guard ratio > 0, let value = UInt64(traceID.suffix(16), radix: 16) else { return false }
+        return Double(value) < ratio * 18_446_744_073_709_551_616.0
+    }
+
     private static func isHex(_ byte: UInt8) -> Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
     }

@@ -36,17 +36,19 @@ public struct Grant: Sendable, Hashable, Identifiable {
 
     /// How a grant's user is known.
     public enum UserSource: String, Sendable, Hashable, Codable {
-        /// The `sub` of an identity token Revoker verified completely (at registration or from
-        /// the exchange).
+        /// Proven: the `sub` of the identity token in the provider's own answer to Revoker's
+        /// exchange or validation of this grant, verified completely.
         case verifiedIDToken = "verified_id_token"
-        /// As the app stated it; the identity token of the first proof is checked against it.
+        /// As the app stated it (a user id, or the `sub` of an identity token it passed on, which
+        /// proves who signed in but not whose token this is); the provider's answer is checked
+        /// against it. A message naming this user does not erase the grant unheard: it is revoked.
         case stated
     }
 }
 
 /// Where a held grant stands.
 public enum GrantState: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Registered; its code is being exchanged (or its token, from SQL, sealed).
+    /// Registered; its code is being exchanged, or its token validated, at the provider.
     case pending
     /// Its refresh token is sealed in custody.
     case held

@@ -4,9 +4,11 @@ import PostgresNIO
 import RevokerProvider
 
 extension RevocationQueue {
-    /// Takes a grant into custody. A refresh token is sealed in the grant at once (`held`); a
-    /// code waits as a hold request (`pending`), claimed ahead of everything else, that a worker
-    /// exchanges. Either way a hold request carries the registration's audit trail.
+    /// Takes a grant into custody: the code or refresh token waits as a hold request (`pending`),
+    /// claimed ahead of everything else, that a worker exchanges or validates at the provider; the
+    /// grant is held once the provider's answer proved it live, bound to the user that answer's
+    /// identity token names. An identity token the backend passes on proves who signed in, not
+    /// whose token this is, so the user it names is only stated until the provider's answer.
     ///
     /// Registering the same code or token again returns `.existing`; for another account or
     /// provider it throws ``RevokerStoreError/Code/conflict``. `traceParent` is kept with the grant
@@ -17,28 +19,19 @@ extension RevocationQueue {
         logger[metadataKey: "revoker.client_id"] = "\(new.clientID)"
         let (grantID, requestID) = (UUID(), UUID())
         let digest = ByteBuffer(bytes: new.credential.digest)
-        let isCode = new.credential.kind == .authorizationCode
-        // A code is sealed for its hold request (the worker opens it there), a token for its grant.
-        let sealed = isCode ? try sealer.seal(new.credential, requestID: requestID) : try sealer.seal(new.credential, grantID: grantID)
-        let userSource = new.userID == nil ? nil : new.userFromIdentityToken ? Grant.UserSource.verifiedIDToken : .stated
-        var events = [AuditEvent(.grantRegistered, detail: new.registeredDetail(grantID: grantID))]
-        if !isCode {
-            events += [
-                AuditEvent(.grantHeld, detail: "grant=\(grantID.uuidString.lowercased())"),
-                AuditEvent(.succeeded, detail: "outcome=held"),
-            ]
-        }
+        // Sealed for its hold request: the worker opens it there.
+        let sealed = try sealer.seal(new.credential, requestID: requestID)
+        let userSource = new.userID == nil ? nil : Grant.UserSource.stated
+        let events = [AuditEvent(.grantRegistered, detail: new.registeredDetail(grantID: grantID))]
         return try await StoreDatabase.run(logger) {
-            try await self.client.withTransaction(logger: logger) { connection in
+            try await self.transaction(logger: logger) { connection in
                 let inserted = try await connection.query(
                     """
                     INSERT INTO revoker.grants
                         (id, provider, client_id, account_reference, user_id, user_source, registered_kind, registered_digest,
                          state, sealed_token, token_key_id, hold_request_id, held_at, trace_parent)
                     VALUES (\(grantID), \(new.provider), \(new.clientID), \(new.accountReference), \(new.userID), \(userSource?.rawValue),
-                            \(new.credential.kind.rawValue), \(digest), \(isCode ? "pending" : "held"),
-                            \(isCode ? nil : ByteBuffer(bytes: sealed.bytes)), \(isCode ? nil : sealed.keyID), \(requestID),
-                            CASE WHEN \(isCode) THEN NULL ELSE now() END, \(traceParent?.rawValue))
+                            \(new.credential.kind.rawValue), \(digest), 'pending', NULL, NULL, \(requestID), NULL, \(traceParent?.rawValue))
                     ON CONFLICT ON CONSTRAINT grants_registered_once DO NOTHING
                     RETURNING id
                     """,
@@ -56,7 +49,6 @@ extension RevocationQueue {
                     }
                     return .existing(existing)
                 }
-                // A token needs no call: its hold request is over as it is written.
                 try await connection.query(
                     """
                     INSERT INTO revoker.revocation_requests
@@ -65,9 +57,8 @@ extension RevocationQueue {
                          state, outcome, finished_at)
                     VALUES (\(requestID), \(new.provider), \(new.clientID), \(new.accountReference), \(new.userID),
                             \(new.credential.kind.rawValue), \(new.credential.kind.rawValue),
-                            \(isCode ? ByteBuffer(bytes: sealed.bytes) : nil), \(isCode ? sealed.keyID : nil), \(digest),
-                            \(new.redirectURI), 'hold', \(grantID),
-                            \(isCode ? "pending" : "succeeded"), \(isCode ? nil : "held"), CASE WHEN \(isCode) THEN NULL ELSE now() END)
+                            \(ByteBuffer(bytes: sealed.bytes)), \(sealed.keyID), \(digest),
+                            \(new.redirectURI), 'hold', \(grantID), 'pending', NULL, NULL)
                     """,
                     logger: logger
                 ).collect()
@@ -83,7 +74,8 @@ extension RevocationQueue {
     }
 
     /// Ends a hold request by taking its grant into custody: `refreshToken` sealed in the grant,
-    /// bound to `verifiedUserID` when the exchange's identity token verified. False when the lease
+    /// bound to `verifiedUserID` when the identity token of the provider's answer verified (else
+    /// the user stays as registered: stated, unproven). False when the lease
     /// is stale; the grant is then held all the same if it is still pending (the token is live
     /// and nobody else holds it), so an exchanged code is never lost.
     public func hold(

@@ -31,7 +31,7 @@ extension RevocationQueue {
         let sealed = try credential.map { try sealer.seal($0.credential, requestID: requestID) }
         let scope = clientIDs.map { Array(Set($0)).sorted() }
         return try await StoreDatabase.run(logger) {
-            try await self.client.withTransaction(logger: logger) { connection in
+            try await self.transaction(logger: logger) { connection in
                 if let traceParent {
                     // Read by the insert triggers of migration 0021: the deletion and the requests it makes keep it.
                     try await connection.query("SELECT set_config('revoker.trace_parent', \(traceParent.rawValue), true)", logger: logger).collect()
@@ -73,6 +73,19 @@ extension RevocationQueue {
                 else { throw RevokerStoreError(.database, "the deletion vanished") }
                 return created ? .created(deletion) : .existing(deletion)
             }
+        }
+    }
+
+    /// Makes up to `limit` revocation requests for the held grants of live deletions that have
+    /// none yet: a deletion makes its first batch as it is asked, and the workers make the rest
+    /// here, so that a deletion of any size is accepted at once. Returns how many it made.
+    public func fanOutDeletions(limit: Int = 500, actor: String, logger: Logger? = nil) async throws -> Int {
+        try Self.validateActor(actor)
+        let logger = logger ?? self.logger
+        guard (1...10_000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 10000") }
+        return try await StoreDatabase.run(logger) {
+            try await self.client.query("SELECT revoker.fan_out_deletions(\(limit)::int, \(actor))", logger: logger)
+                .collect().first?.decode(Int.self) ?? 0
         }
     }
 
@@ -130,7 +143,13 @@ extension RevocationQueue {
                 unsafeSQL: """
                     SELECT d.id, d.account_reference, d.client_ids, d.state, d.outcome, d.requested_by, d.requested_at, d.completed_at
                     FROM revoker.account_deletions d
-                    WHERE \(condition) AND ($2::text[] IS NULL OR d.client_ids IS NULL OR d.client_ids && $2::text[])
+                    WHERE \(condition) AND ($2::text[] IS NULL OR d.client_ids && $2::text[]
+                        -- A deletion of every app is shown to a key limited to some only where it
+                        -- touched their grants or requests: its part, never the rest.
+                        OR (d.client_ids IS NULL
+                            AND (EXISTS (SELECT 1 FROM revoker.grants g WHERE g.deletion_id = d.id AND g.client_id = ANY($2::text[]))
+                                 OR EXISTS (SELECT 1 FROM revoker.revocation_requests r
+                                            WHERE r.deletion_id = d.id AND r.client_id = ANY($2::text[])))))
                     ORDER BY d.requested_at DESC, d.id
                     LIMIT \(limit)
                     """,

@@ -100,5 +100,15 @@ public struct Migration: Sendable, Hashable {
             name: "0022_audit_archives",
             sql: String(decoding: PackageResources._022_audit_archives_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 23,
+            name: "0023_grants_by_proof",
+            sql: String(decoding: PackageResources._023_grants_by_proof_sql, as: UTF8.self)
+        ),
+        Migration(
+            version: 24,
+            name: "0024_deletions_at_any_size",
+            sql: String(decoding: PackageResources._024_deletions_at_any_size_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -32,9 +32,13 @@ public struct EventFeed: Sendable {
                 SELECT e.txid::text, e.position, e.id, e.type, e.client_id, e.occurred_at, e.request_id, e.external_reference,
                        e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time, e.provider, e.checkpoint::text,
                        e.grant_id, e.deletion::text AS deletion,
+                       -- A deletion of every app that touched several was asked by none of them: its
+                       -- trace goes to none, so that no app learns of another's part.
                        coalesce(
-                           (SELECT r.trace_parent FROM revoker.revocation_requests r WHERE r.id = e.request_id),
-                           (SELECT d.trace_parent FROM revoker.account_deletions d WHERE d.id = (e.deletion->>'id')::uuid)
+                           (SELECT r.trace_parent FROM revoker.revocation_requests r
+                            WHERE r.id = e.request_id AND (r.deletion_id IS NULL OR revoker.deletion_trace_shared(r.deletion_id))),
+                           (SELECT d.trace_parent FROM revoker.account_deletions d
+                            WHERE d.id = (e.deletion->>'id')::uuid AND revoker.deletion_trace_shared(d.id))
                        ) AS trace_parent
                 FROM revoker.outbox_events e
                 WHERE e.txid < pg_snapshot_xmin(pg_current_snapshot())

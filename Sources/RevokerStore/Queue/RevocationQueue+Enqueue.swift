@@ -18,7 +18,7 @@ extension RevocationQueue {
             let id = UUID()
             let sealed = try self.sealer.seal(new.credential, requestID: id)
             let result: EnqueueResult? = try await StoreDatabase.run(logger) {
-                try await self.client.withTransaction(logger: logger) { connection in
+                try await self.transaction(logger: logger) { connection in
                     if let row = try await Self.insert(
                         new,
                         id: id,

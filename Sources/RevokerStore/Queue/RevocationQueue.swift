@@ -19,12 +19,37 @@ public struct RevocationQueue: Sendable {
     let finishes = GroupCommit<FencedRow<Fenced.Finish>>()
     let replacements = GroupCommit<FencedRow<Fenced.Replace>>()
     let records = GroupCommit<FencedRow<Fenced.Record>>()
+    /// How long the server may run one statement of a caller's write (``statementsLimited(to:)``);
+    /// nil: the server's own setting.
+    public private(set) var statementTimeout: Duration?
 
     /// Creates a queue on a running `PostgresClient`.
     public init(client: PostgresClient, sealer: CredentialSealer, logger: Logger) {
         self.client = client
         self.sealer = sealer
         self.logger = logger
+    }
+
+    /// The same queue whose registrations, enqueues and deletions the server ends after `timeout`:
+    /// a caller that stops waiting (an HTTP deadline) leaves no statement running behind it.
+    public func statementsLimited(to timeout: Duration) -> RevocationQueue {
+        var limited = self
+        limited.statementTimeout = timeout
+        return limited
+    }
+
+    /// Runs `body` in a transaction, under ``statementTimeout`` when one is set.
+    func transaction<T: Sendable>(
+        logger: Logger,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await client.withTransaction(logger: logger) { connection in
+            if let statementTimeout {
+                let milliseconds = max(1, statementTimeout.milliseconds)
+                try await connection.query("SELECT set_config('statement_timeout', \(String(milliseconds)), true)", logger: logger).collect()
+            }
+            return try await body(connection)
+        }
     }
 
     static let requestColumns = """

@@ -115,6 +115,10 @@ public struct RevocationPipeline: Sendable {
             // A new sign-in is a new consent: what the provider said of the user before does not
             // concern the grant being taken in.
             claimed.userRevocation = nil
+        } else if claimed.request.grantID != nil, claimed.userRevocation == .accountDeleted {
+            // A held grant's token may not be the user's the message names (a stated user is
+            // unproven): it is revoked all the same; a gone account costs one refusal.
+            claimed.userRevocation = nil
         }
         var run = Run(claimed: claimed, logger: logger, shouldRelease: shouldRelease)
         do {
@@ -169,10 +173,6 @@ public struct RevocationPipeline: Sendable {
             run.events.append(AuditEvent(.note, detail: account + "; no grant is left"))
             return try await finish(&run, .revokedByUser)
         }
-        if run.request.purpose == .hold, run.claimed.credential.kind == .refreshToken {
-            // Registered through SQL: nothing to call, only to seal the token in its grant.
-            return try await hold(&run, refreshToken: run.claimed.credential.secret)
-        }
         // The first call's slot under the app's rate limits, booked before anything is recorded.
         let ticket = rateLimits.book(run.request.clientID)
         if ticket.wait > OutboundRateLimits.longestWait {
@@ -208,9 +208,31 @@ public struct RevocationPipeline: Sendable {
                 proof = answer
                 run.events.append(AuditEvent(.tokenExchanged, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
             }
-            if let refused = try await checkIdentity(proof.identity, &run) { return refused }
+            if case .unavailable(let failure) = proof.identity, let refreshToken = proof.refreshToken {
+                // Whose grant it is cannot be checked yet: the refresh token is kept as the
+                // request's credential, and the next attempt proves it for a fresh identity token.
+                let (lease, events) = (
+                    run.lease,
+                    run.events + [
+                        AuditEvent(
+                            .note,
+                            detail:
+                                "identity token not checked yet (\(failure.error ?? "keys_unavailable")); the refresh token is kept and proved next"
+                        )
+                    ]
+                )
+                let stored = try await store {
+                    try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
+                }
+                run.events = []
+                guard stored else { return await revokeAfterLosingLease(refreshToken, app, &run) }
+                return try await checkLater(failure, &run)
+            }
+            let issued = proof
+            if let refused = try await checkIdentity(proof.identity, &run, issued: issued, app: app, provider: provider) { return refused }
             if run.request.purpose == .hold {
                 guard let refreshToken = proof.refreshToken else {
+                    if let retry = try await discard(issued, app, provider, &run, why: "no refresh token to hold") { return retry }
                     return try await finish(
                         &run,
                         .rejected,
@@ -229,12 +251,7 @@ public struct RevocationPipeline: Sendable {
                     try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
                 }
                 run.events = []
-                guard stored else {
-                    // Another worker took the request over; it holds only the spent code, so revoke what we got.
-                    _ = try? await app.revoke(token: refreshToken, kind: .refreshToken)
-                    run.logger.warning("Lease lost after exchanging a code; revoked the new refresh token without recording it")
-                    return .leaseLost
-                }
+                guard stored else { return await revokeAfterLosingLease(refreshToken, app, &run) }
                 token = refreshToken
             } else if let accessToken = proof.accessToken {
                 token = accessToken
@@ -257,9 +274,13 @@ public struct RevocationPipeline: Sendable {
             case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .validate, &run)
             case .success(let proof, let latency):
                 run.events.append(AuditEvent(.tokenValidated, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
-                if let refused = try await checkIdentity(proof.identity, &run) { return refused }
+                if case .unavailable(let failure) = proof.identity { return try await checkLater(failure, &run) }
+                // A token an earlier attempt's exchange brought to life is revoked if it is not kept.
+                let issued = run.claimed.exchangeStartedBefore ? GrantProof(refreshToken: token, identity: proof.identity) : nil
+                if let refused = try await checkIdentity(proof.identity, &run, issued: issued, app: app, provider: provider) { return refused }
                 // A periodic validation proves a held grant live and revokes nothing.
                 if run.request.purpose == .validate { return try await finish(&run, .live) }
+                if run.request.purpose == .hold { return try await hold(&run, refreshToken: token) }
             }
         case .accessToken:
             kind = .accessToken
@@ -296,13 +317,30 @@ public struct RevocationPipeline: Sendable {
     }
 
     /// Acts on what the identity token said: when the request names a user, a grant of anyone
-    /// else is refused. Returns a disposition when the request ends here.
-    private func checkIdentity(_ identity: IdentityCheck, _ run: inout Run) async throws -> Disposition? {
-        let expected = run.request.userID
+    /// else is refused, and what `issued` holds (tokens this request's own exchange brought to
+    /// life) is revoked rather than dropped. Returns a disposition when the request ends here.
+    private func checkIdentity(
+        _ identity: IdentityCheck,
+        _ run: inout Run,
+        issued: GrantProof?,
+        app: any ProviderApp,
+        provider: ProviderName
+    ) async throws -> Disposition? {
+        let request = run.request
+        // A held grant is revoked with its account whoever its token turns out to name: its user
+        // was only as sure as its registration, and a grant left alive outlives the account.
+        let revokingHeldGrant = request.purpose == .revoke && request.grantID != nil
+        let expected = revokingHeldGrant ? nil : request.userID
         let subject: String
         switch identity {
+        case .absent where request.purpose == .hold, .unverifiable where request.purpose == .hold:
+            // Taken in all the same (custody must not drop a live grant), its user left as
+            // registered: unproven, so no message naming that user erases it unheard.
+            run.events.append(AuditEvent(.note, detail: "the provider's answer proved no user; held with its user as registered (unproven)"))
+            return nil
         case .absent:
             guard expected != nil else { return nil }
+            if let retry = try await discard(issued, app, provider, &run, why: "no identity token to check the user") { return retry }
             return try await finish(
                 &run,
                 .rejected,
@@ -313,14 +351,30 @@ public struct RevocationPipeline: Sendable {
                 run.events.append(AuditEvent(.note, detail: "identity token not verified (\(code)); no user id to check"))
                 return nil
             }
+            if let retry = try await discard(issued, app, provider, &run, why: "its identity token did not verify") { return retry }
             return try await finish(&run, .rejected, error: ErrorDetail(code: code, description: "the identity token could not be verified"))
+        case .unavailable(let failure):
+            // Only an access token came with it (nothing to prove later): as unverifiable.
+            let code = failure.error ?? "keys_unavailable"
+            guard expected != nil else {
+                run.events.append(AuditEvent(.note, detail: "identity token not checked (\(code)); no user id to check"))
+                return nil
+            }
+            if let retry = try await discard(issued, app, provider, &run, why: "its identity token could not be checked") { return retry }
+            return try await finish(&run, .rejected, error: ErrorDetail(code: code, description: "the identity token could not be checked"))
         case .verified(let verified):
             subject = verified
             run.verifiedSubject = verified
         }
+        if revokingHeldGrant, let stated = request.userID, subject != stated {
+            run.events.append(
+                AuditEvent(.note, detail: "the held grant's token names another user than it was registered under; revoked with its account")
+            )
+        }
         if let expected, subject != expected {
             run.events.append(AuditEvent(.idTokenMismatch, detail: "the grant belongs to another user than the request names"))
-            run.logger.warning("The grant belongs to another user than the request names; not revoking")
+            run.logger.warning("The grant belongs to another user than the request names; not revoking it as theirs")
+            if let retry = try await discard(issued, app, provider, &run, why: "it is another user's grant") { return retry }
             return try await finish(
                 &run,
                 .subjectMismatch,
@@ -335,19 +389,94 @@ public struct RevocationPipeline: Sendable {
         case exchange, validate, revoke
     }
 
+    /// Revokes what this request's own exchange brought to life and Revoker does not keep (a grant
+    /// of another user, or one without a refresh token to hold): dropped, it would be a live grant
+    /// nobody can revoke. Returns a disposition when the request cannot end yet (the revoke is retried).
+    private func discard(
+        _ issued: GrantProof?,
+        _ app: any ProviderApp,
+        _ provider: ProviderName,
+        _ run: inout Run,
+        why: String
+    ) async throws -> Disposition? {
+        let token: String
+        let kind: GrantTokenKind
+        if let refreshToken = issued?.refreshToken {
+            (token, kind) = (refreshToken, .refreshToken)
+        } else if let accessToken = issued?.accessToken {
+            (token, kind) = (accessToken, .accessToken)
+        } else {
+            return nil
+        }
+        switch await call(provider, app.clientID, app.revokeEndpoint, ticket: run.takeTicket(), { try await app.revoke(token: token, kind: kind) }) {
+        case .success(_, let latency):
+            run.events.append(
+                AuditEvent(
+                    .revoked,
+                    providerEndpoint: app.revokeEndpoint,
+                    httpStatus: 200,
+                    latency: latency,
+                    detail: "token_type_hint=\(kind.rawValue); issued by this request's exchange and not kept: \(why)"
+                )
+            )
+            return nil
+        case .failure(let failure, let latency) where failure.classification == .credentialRejected || failure.classification == .requestRejected:
+            // Already dead, or refused for good: nothing a retry would change.
+            run.events.append(Self.providerError(failure, latency: latency))
+            return nil
+        case .failure(let failure, let latency):
+            if kind == .refreshToken, run.claimed.credential.kind == .authorizationCode {
+                // Kept as the request's credential, so that the next attempt revokes it.
+                let (lease, events) = (run.lease, run.events)
+                guard
+                    try await store({ try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: token), events: events) }
+                    )
+                else { return await revokeAfterLosingLease(token, app, &run) }
+                run.events = []
+            }
+            return try await handle(failure, latency: latency, step: .revoke, &run)
+        }
+    }
+
+    /// The lease was lost while this attempt held a refresh token its exchange brought to life
+    /// and could not record: the other worker holds only the spent code, so it is revoked here.
+    private func revokeAfterLosingLease(_ refreshToken: String, _ app: any ProviderApp, _ run: inout Run) async -> Disposition {
+        _ = try? await app.revoke(token: refreshToken, kind: .refreshToken)
+        run.logger.warning("Lease lost after exchanging a code; revoked the new refresh token without recording it")
+        return .leaseLost
+    }
+
+    /// Whose grant it is could not be checked (the provider's keys could not be had, or do not
+    /// list the identity token's key yet): the request waits and asks again, its attempt not
+    /// counted, since a live grant must never end on the provider's own inconsistency.
+    private func checkLater(_ failure: ProviderFailure, _ run: inout Run) async throws -> Disposition {
+        run.events.append(Self.providerError(failure, latency: nil))
+        let backoff = max(failure.retryAfter ?? .zero, retryPolicy.delay(afterAttempt: run.request.attempts, retryAfter: nil))
+        let delay = run.request.purpose == .hold ? min(backoff, Self.longestHoldRetry) : backoff
+        let error = ErrorDetail(code: failure.error ?? "keys_unavailable", description: failure.detail)
+        let (lease, events) = (run.lease, run.events)
+        guard try await store({ try await queue.retry(lease, after: delay, error: error, countsAttempt: false, events: events) }) else {
+            return .leaseLost
+        }
+        run.events = []
+        return .retryScheduled(delay)
+    }
+
+    static func providerError(_ failure: ProviderFailure, latency: Duration?) -> AuditEvent {
+        AuditEvent(
+            .providerError,
+            providerEndpoint: failure.endpoint,
+            httpStatus: failure.httpStatus,
+            providerError: failure.error,
+            providerErrorDescription: failure.errorDescription,
+            latency: latency,
+            detail: failure.detail
+        )
+    }
+
     /// Acts on the provider's refusal or a failed call: final, paused, or retried.
     private func handle(_ failure: ProviderFailure, latency: Duration?, step: Step, _ run: inout Run) async throws -> Disposition {
-        run.events.append(
-            AuditEvent(
-                .providerError,
-                providerEndpoint: failure.endpoint,
-                httpStatus: failure.httpStatus,
-                providerError: failure.error,
-                providerErrorDescription: failure.errorDescription,
-                latency: latency,
-                detail: failure.detail
-            )
-        )
+        run.events.append(Self.providerError(failure, latency: latency))
         let error = ErrorDetail(code: failure.error ?? failure.classification.rawValue, description: failure.errorDescription ?? failure.detail)
         switch failure.classification {
         case .credentialRejected:
@@ -378,6 +507,12 @@ public struct RevocationPipeline: Sendable {
             }
             return .paused
         case .transient:
+            if run.request.attempts >= run.request.maxAttempts, run.request.purpose == .hold, run.claimed.credential.kind == .refreshToken {
+                // Neither proven nor refused: kept in custody all the same (a deletion revokes it),
+                // its user unproven, rather than a live token dropped.
+                run.events.append(AuditEvent(.note, detail: "retries exhausted before the provider proved the grant; held with its user unproven"))
+                return try await hold(&run, refreshToken: run.claimed.credential.secret)
+            }
             if run.request.attempts >= run.request.maxAttempts {
                 run.logger.warning(
                     "Retries exhausted",

@@ -131,6 +131,7 @@ public struct RevocationWorker: Service {
             // so that an idle worker's polls make no spans.
             var claim: ServiceContext?
             if free > 0 {
+                await fanOutDeletions()
                 do {
                     let (batch, lease, owner, queue) = (min(free, settings.batchSize), settings.lease, owner, queue)
                     let started = DefaultTracerClock.now
@@ -179,6 +180,18 @@ public struct RevocationWorker: Service {
                 if state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
             }
             _ = await wakeUps.next()
+        }
+    }
+
+    /// Makes the next batch of revocation requests for large deletions, ahead of the claim that
+    /// takes them; a failure is left to the next turn of the loop.
+    private func fanOutDeletions() async {
+        let (queue, owner) = (queue, owner)
+        do {
+            let made = try await withDeadline(settings.databaseTimeout) { try await queue.fanOutDeletions(actor: owner) }
+            if made > 0 { logger.debug("Asked for the revocation of a deletion's grants", metadata: ["revoker.requests": "\(made)"]) }
+        } catch {
+            logger.warning("Cannot fan out deletions", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
         }
     }
 

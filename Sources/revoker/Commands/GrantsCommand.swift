@@ -30,12 +30,13 @@ struct GrantsCommand: AsyncParsableCommand {
 struct GrantsRegisterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "register",
-        abstract: "Take one grant into custody: an authorization code (exchanged at once by a worker) or a refresh token.",
+        abstract: "Take one grant into custody: an authorization code (exchanged at once by a worker) or a refresh token (validated).",
         discussion: """
-            The credential is read from a file or standard input, never from the command line. A refresh token is \
-            held at once. A code waits as a request that a running worker (`revoker work` or `serve`) exchanges \
-            ahead of everything else, within the code's life; this command waits up to --wait seconds for that \
-            and prints where the grant stands. Registering the same code or token again returns the same grant.
+            The credential is read from a file or standard input, never from the command line. It waits as a \
+            request that a running worker (`revoker work` or `serve`) carries ahead of everything else: a code is \
+            exchanged within its life, a refresh token validated once; the grant is held bound to the user the \
+            provider's answer names. This command waits up to --wait seconds for that and prints where the grant \
+            stands. Registering the same code or token again returns the same grant.
 
             Examples:
               printf %s "$CODE" | revoker grants register --client-id com.example.app \\
@@ -43,8 +44,8 @@ struct GrantsRegisterCommand: AsyncParsableCommand {
               revoker grants register --provider google --client-id 1234.apps.googleusercontent.com \\
                 --account-reference user-42 --kind refresh-token --credential-file /run/secrets/token --json
 
-            Exit codes: 0 held, or still pending when the wait ran out (a worker exchanges it); \
-            1 the grant failed (its code refused: end_reason says why); 2 refused (nothing was stored).
+            Exit codes: 0 held, or still pending when the wait ran out (a worker takes it in); \
+            1 the grant failed (its code or token refused: end_reason says why); 2 refused (nothing was stored).
             """
     )
 
@@ -187,7 +188,9 @@ struct GrantsImportCommand: AsyncParsableCommand {
             passed over. Lines are read from --file or standard input (never the command line) and registered \
             \(GrantImport.batchSize) at a time; each refused line is reported by its number and why, never its content.
 
-            Importing is idempotent (a token already held for the account is reported as existing) and resumable: \
+            Each token is taken in as `grants register` takes one: a running worker validates it once and holds it \
+            bound to the user the provider's answer names. Importing is idempotent (a token already taken in for \
+            the account is reported as existing) and resumable: \
             after each batch the progress is recorded in --progress-file (default: FILE.import-progress with \
             --file), and a new run with the same file continues after the last recorded batch once it has checked \
             the lines before are the ones recorded. --restart ignores the record.
@@ -197,7 +200,7 @@ struct GrantsImportCommand: AsyncParsableCommand {
               psql -At -c "SELECT json_build_object('account_reference', id, 'refresh_token', apple_token) FROM users" \\
                 | revoker grants import --client-id com.example.app --progress-file import.progress
 
-            Exit codes: 0 every line held (new or existing); 1 some lines refused (the others are held); \
+            Exit codes: 0 every line taken in (new or existing); 1 some lines refused (the others are taken in); \
             2 could not run (the progress record says how far it got).
             """
     )
@@ -280,7 +283,7 @@ struct GrantsImportCommand: AsyncParsableCommand {
                         let rate = Double(progress.lines - startLines) / max((ContinuousClock.now - started) / .seconds(1), 0.001)
                         FileHandle.standardError.write(
                             Data(
-                                "\r\(progress.lines) lines: \(progress.held) held, \(progress.existing) existing, \(progress.refused) refused (\(Int(rate)) lines/s)"
+                                "\r\(progress.lines) lines: \(progress.held) taken in, \(progress.existing) existing, \(progress.refused) refused (\(Int(rate)) lines/s)"
                                     .utf8
                             )
                         )
@@ -297,7 +300,7 @@ struct GrantsImportCommand: AsyncParsableCommand {
             print(try AccountsCommand.json(Summary(lines: final.lines, held: final.held, existing: final.existing, refused: final.refused)))
         } else {
             print(
-                "Imported \(final.lines) lines: \(final.held) held, \(final.existing) already held, \(final.refused) refused."
+                "Imported \(final.lines) lines: \(final.held) taken in, \(final.existing) already taken in, \(final.refused) refused."
             )
         }
         if final.refused > 0 { throw Exit.someFailed }
