@@ -74,8 +74,13 @@ struct KeyRotationTests {
             let lacking = try await RevokerProcess.run(["check"], environment: stack.environment)
             #expect(lacking.status == 1)
             #expect(lacking.stderr.contains("stored rows are sealed under key k2, which the sealing keys file lacks"), "\(lacking.stderr)")
+            // Rotate names the missing key and every row it strands, and writes nothing.
             let refused = try await RevokerProcess.run(["keys", "rotate"], environment: stack.environment)
-            #expect(refused.status == 2 && refused.stderr.contains("sealed under key k2"), "\(refused.stderr)")
+            #expect(
+                refused.status == 4 && refused.stderr.contains("60 rows are sealed under key k2, which the sealing keys file lacks"),
+                "\(refused.stderr)"
+            )
+            #expect(refused.stdout.contains("60 cannot be opened, left as they are:"), "\(refused.stdout)")
 
             // With the old key gone, everything still held opens: the rest of the accounts are deleted.
             try Data((newEntry + "\n").utf8).write(to: URL(fileURLWithPath: keys))
@@ -90,5 +95,201 @@ struct KeyRotationTests {
             for grant in held { #expect(try await stack.sandbox.admin.grant(grant).revokeCalls == 1) }
             for result in [rotated, drained, usage, lacking, refused, checked, rest] { try stack.expectNoSecrets(in: result.stdout + result.stderr) }
         }
+    }
+
+    /// Appends a new current key `k2` to the stack's sealing keys file, as an operator does;
+    /// returns the keyring of `k2` alone (what is left once `k1` is removed).
+    static func appendKey(_ stack: RevokerTestStack) throws -> CredentialKeyring {
+        let keys = stack.files.sealingKeysFile
+        let oldEntry = try String(contentsOfFile: keys, encoding: .utf8)
+        let newEntry = try CredentialKeyring.generateEntry(keyID: "k2")
+        try Data((oldEntry + newEntry + "\n").utf8).write(to: URL(fileURLWithPath: keys))
+        return try CredentialKeyring(parsing: newEntry)
+    }
+
+    /// A request that failed `client_misconfigured` keeps its credential for `requeue`, and a
+    /// running one's is its worker's to finish with: both are re-sealed, and both still work after.
+    @Test func rotatingReSealsARequestKeptForRequeueAndARunningOne() async throws {
+        try await RevokerTestStack.with { stack in
+            var secrets: [UUID: String] = [:]
+            for reference in ["a", "b", "c"] {
+                let enqueued = try await stack.enqueue(clientID: Self.notes, reference: reference, kind: .refreshToken)
+                secrets[enqueued.request.id] = enqueued.secret
+            }
+            // One ends `client_misconfigured` (kept for requeue), one stays running, one waits.
+            let failed = try #require(try await stack.queue.claim(batch: 1, lease: .seconds(300), owner: "w").first)
+            let ended = try await stack.queue.finish(
+                failed.lease,
+                state: .failed,
+                outcome: .clientMisconfigured,
+                error: ErrorDetail(code: "invalid_client")
+            )
+            #expect(ended)
+            let running = try #require(try await stack.queue.claim(batch: 1, lease: .seconds(300), owner: "w").first)
+            let waiting = try #require(secrets.keys.first { $0 != failed.request.id && $0 != running.request.id })
+
+            let k2 = try Self.appendKey(stack)
+            let rotated = try await RevokerProcess.run(["keys", "rotate"], environment: stack.environment)
+            #expect(rotated.status == 0, "\(rotated.stdout) \(rotated.stderr)")
+            #expect(rotated.stdout.contains("Re-sealed 0 held grants and 3 requests under k2."), "\(rotated.stdout)")
+            #expect(rotated.stdout.contains("No row is sealed under k1 any more"), "\(rotated.stdout)")
+            #expect(!rotated.stdout.contains("held by a worker") && !rotated.stdout.contains("locked"), "\(rotated.stdout)")
+            let usage = try await RevokerProcess.run(["keys", "usage"], environment: stack.environment)
+            #expect(usage.stdout == "k2 (current): 0 held grants, 3 requests\n", "\(usage.stdout)")
+
+            // The running request's worker still finishes it: its lease was not disturbed.
+            let finished = try await stack.queue.finish(running.lease, state: .succeeded, outcome: .revoked)
+            #expect(finished)
+            // With k1 gone, the failed request is requeued and both waiting credentials open.
+            let onlyK2 = RevocationQueue(client: stack.database.client, sealer: CredentialSealer(keyring: k2), logger: stack.logger)
+            let requeued = try await onlyK2.requeueConfigurationFailures(clientID: Self.notes, actor: "ops")
+            #expect(requeued == 1)
+            let reclaimed = try await onlyK2.claim(batch: 10, lease: .seconds(60), owner: "w2")
+            let expected = Set([failed.request.id, waiting].compactMap { secrets[$0] })
+            #expect(expected.count == 2 && Set(reclaimed.map(\.credential.secret)) == expected)
+            for result in [rotated, usage] { try stack.expectNoSecrets(in: result.stdout + result.stderr) }
+        }
+    }
+
+    /// The guard kept: a row another transaction holds locked (a worker's claim or finish) is
+    /// left alone and reported as locked (exit 3); once free, a second run re-seals it.
+    @Test func aRowLockedByAWorkerIsPassedOverAndReportedAsLocked() async throws {
+        try await RevokerTestStack.with { stack in
+            let held = try await stack.enqueue(clientID: Self.notes, reference: "held", kind: .refreshToken)
+            try await stack.enqueue(clientID: Self.notes, reference: "free", kind: .refreshToken)
+            _ = try Self.appendKey(stack)
+            let rotated = try await stack.database.client.withTransaction(logger: stack.logger) { connection in
+                _ = try await connection.query(
+                    "SELECT id FROM revoker.revocation_requests WHERE id = \(held.request.id) FOR UPDATE",
+                    logger: stack.logger
+                ).collect()
+                return try await RevokerProcess.run(["keys", "rotate"], environment: stack.environment)
+            }
+            #expect(rotated.status == 3, "\(rotated.stdout) \(rotated.stderr)")
+            #expect(rotated.stdout.contains("Re-sealed 0 held grants and 1 requests under k2."), "\(rotated.stdout)")
+            #expect(rotated.stdout.contains("1 rows are still under older keys:"), "\(rotated.stdout)")
+            #expect(rotated.stdout.contains("  1 locked by a worker when this run last looked"), "\(rotated.stdout)")
+            #expect(!rotated.stdout.contains("cannot be opened"), "\(rotated.stdout)")
+            #expect(try await Self.keyIDs(stack, "revocation_requests")[held.request.id] == "k1")
+
+            let again = try await RevokerProcess.run(["keys", "rotate"], environment: stack.environment)
+            #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+            #expect(again.stdout.contains("Re-sealed 0 held grants and 1 requests under k2."), "\(again.stdout)")
+            for result in [rotated, again] { try stack.expectNoSecrets(in: result.stdout + result.stderr) }
+        }
+    }
+
+    /// Rows that cannot be opened (damaged bytes, a key id replaced by one no keys file holds)
+    /// are named by id and passed over; every other row is re-sealed, and a run ends however
+    /// small its batches (exit 4 while they remain).
+    @Test func unreadableRowsAreNamedByIDAndEveryOtherRowIsReSealed() async throws {
+        try await RevokerTestStack.with { stack in
+            var grants: [UUID] = []
+            for index in 0..<300 {
+                let secret = "rt-\(index)-\(UUID().uuidString)"
+                stack.secrets.add(secret)
+                let registered = try await stack.queue.register(
+                    try NewGrant(clientID: Self.notes, accountReference: "r-\(index)", credential: Credential(kind: .refreshToken, secret: secret)),
+                    actor: "test"
+                )
+                grants.append(registered.grant.id)
+            }
+            var requests: [UUID] = []
+            for index in 0..<20 {
+                requests.append(try await stack.enqueue(clientID: Self.notes, reference: "p-\(index)", kind: .refreshToken).request.id)
+            }
+            // Damaged in the middle of the id order, so later batches follow them.
+            let sortedGrants = grants.sorted { $0.uuidString.lowercased() < $1.uuidString.lowercased() }
+            let (damaged, relabelled, damagedRequest) = (sortedGrants[120], sortedGrants[121], requests[7])
+            let client = stack.database.client
+            try await client.query(
+                "UPDATE revoker.grants SET sealed_token = set_byte(sealed_token, 20, get_byte(sealed_token, 20) # 1) WHERE id = \(damaged)",
+                logger: stack.logger
+            )
+            try await client.query("UPDATE revoker.grants SET token_key_id = 'k-lost' WHERE id = \(relabelled)", logger: stack.logger)
+            try await client.query(
+                "UPDATE revoker.revocation_requests SET sealed_credential = '\\x01deadbeef'::bytea WHERE id = \(damagedRequest)",
+                logger: stack.logger
+            )
+            let sealedBefore = try await Self.sealedBytes(stack, [damaged, relabelled], damagedRequest)
+
+            let k2 = try Self.appendKey(stack)
+            let rotated = try await RevokerProcess.run(["keys", "rotate", "--batch-size", "50"], environment: stack.environment)
+            #expect(rotated.status == 4, "\(rotated.stdout) \(rotated.stderr)")
+            #expect(rotated.stdout.contains("Re-sealed 298 held grants and 19 requests under k2."), "\(rotated.stdout)")
+            #expect(rotated.stdout.contains("k2 (current): 298 held grants, 19 requests\n"), "\(rotated.stdout)")
+            #expect(rotated.stdout.contains("k1: 1 held grants, 1 requests\n"), "\(rotated.stdout)")
+            #expect(rotated.stdout.contains("k-lost: 1 held grants, 0 requests\n"), "\(rotated.stdout)")
+            #expect(rotated.stdout.contains("3 rows are still under older keys:\n  3 cannot be opened, left as they are:"), "\(rotated.stdout)")
+            for (table, id) in [("grant", damaged), ("grant", relabelled), ("request", damagedRequest)] {
+                #expect(rotated.stdout.contains("    \(table) \(id.uuidString.lowercased()): "), "\(table) \(id): \(rotated.stdout)")
+            }
+            #expect(rotated.stdout.contains("sealed with key id 'k-lost', which the keyring does not hold"), "\(rotated.stdout)")
+            #expect(rotated.stderr.contains("1 rows are sealed under key k-lost, which the sealing keys file lacks"), "\(rotated.stderr)")
+            #expect(!rotated.stdout.contains("locked by a worker"), "\(rotated.stdout)")
+
+            // Every other row opens under k2 alone; the unreadable ones are as they were.
+            let sealer = CredentialSealer(keyring: k2)
+            let grantRows = try await client.query(
+                "SELECT id, sealed_token, token_key_id FROM revoker.grants WHERE sealed_token IS NOT NULL",
+                logger: stack.logger
+            ).collect()
+            var opened = 0
+            for row in grantRows {
+                let (id, bytes, keyID) = try row.decode((UUID, ByteBuffer, String).self)
+                guard id != damaged, id != relabelled else { continue }
+                #expect(keyID == "k2")
+                _ = try sealer.open(SealedCredential(keyID: keyID, bytes: Array(bytes.readableBytesView)), grantID: id, kind: .refreshToken)
+                opened += 1
+            }
+            #expect(opened == 298)
+            #expect(try await Self.sealedBytes(stack, [damaged, relabelled], damagedRequest) == sealedBefore)
+
+            // Batches of one: the unreadable rows are each looked at once and the run ends.
+            let again = try await RevokerProcess.run(["keys", "rotate", "--batch-size", "1"], environment: stack.environment)
+            #expect(again.status == 4, "\(again.stdout) \(again.stderr)")
+            #expect(again.stdout.contains("Re-sealed 0 held grants and 0 requests under k2."), "\(again.stdout)")
+            #expect(again.stdout.contains("3 rows are still under older keys:\n  3 cannot be opened, left as they are:"), "\(again.stdout)")
+            for result in [rotated, again] {
+                try stack.expectNoSecrets(in: result.stdout + result.stderr)
+                for bytes in sealedBefore {
+                    let hex = bytes.map { String(format: "%02x", $0) }.joined()
+                    #expect(
+                        !(result.stdout + result.stderr).contains(hex) && !(result.stdout + result.stderr).contains(Data(bytes).base64EncodedString())
+                    )
+                }
+            }
+        }
+    }
+
+    /// Each row's key id in `table`, by id.
+    static func keyIDs(_ stack: RevokerTestStack, _ table: String) async throws -> [UUID: String] {
+        let column = table == "grants" ? "token_key_id" : "credential_key_id"
+        let rows = try await stack.database.client.query(
+            "SELECT id, \(unescaped: column) FROM revoker.\(unescaped: table) WHERE \(unescaped: column) IS NOT NULL",
+            logger: stack.logger
+        ).collect()
+        var result: [UUID: String] = [:]
+        for row in rows {
+            let (id, keyID) = try row.decode((UUID, String).self)
+            result[id] = keyID
+        }
+        return result
+    }
+
+    /// The stored sealed bytes of `grants` and of `request`, in that order.
+    static func sealedBytes(_ stack: RevokerTestStack, _ grants: [UUID], _ request: UUID) async throws -> [[UInt8]] {
+        var result: [[UInt8]] = []
+        for id in grants {
+            let rows = try await stack.database.client.query("SELECT sealed_token FROM revoker.grants WHERE id = \(id)", logger: stack.logger)
+                .collect()
+            result.append(Array(try #require(rows.first).decode(ByteBuffer.self).readableBytesView))
+        }
+        let rows = try await stack.database.client.query(
+            "SELECT sealed_credential FROM revoker.revocation_requests WHERE id = \(request)",
+            logger: stack.logger
+        ).collect()
+        result.append(Array(try #require(rows.first).decode(ByteBuffer.self).readableBytesView))
+        return result
     }
 }

@@ -3,8 +3,9 @@ import Logging
 import PostgresNIO
 
 /// Re-seals what is stored under older sealing keys with the keyring's current key, online:
-/// held grants' tokens and waiting requests' credentials, a bounded batch per transaction, rows
-/// a worker holds passed over (``usage()`` shows them; run again once they are free).
+/// held grants' tokens and requests' credentials in any state, a bounded batch per transaction;
+/// rows another transaction holds locked are passed over (``usage()`` shows them; run again once
+/// they are free), and rows that cannot be opened are reported by id and left as they are.
 ///
 /// Each row is locked (`FOR UPDATE SKIP LOCKED`, as the claim locks) and replaced only if it
 /// still holds the sealed bytes that were opened, so a worker's concurrent write is never lost.
@@ -37,11 +38,53 @@ public struct CredentialRotation: Sendable {
         }
     }
 
-    /// What one batch re-sealed.
+    /// A stored row whose sealed value cannot be opened (bad bytes, a key id the keyring lacks, or
+    /// an authentication failure): passed over, named by its id only.
+    public struct Unreadable: Sendable, Hashable {
+        public enum Table: String, Sendable, Hashable {
+            /// A held grant's token (`revoker.grants`).
+            case grant
+            /// A request's credential (`revoker.revocation_requests`).
+            case request
+        }
+
+        public var table: Table
+        public var id: UUID
+        /// Why it cannot be opened; never holds the sealed bytes or a secret.
+        public var reason: String
+
+        public init(table: Table, id: UUID, reason: String) {
+            self.table = table
+            self.id = id
+            self.reason = reason
+        }
+    }
+
+    /// What one batch did.
     public struct Batch: Sendable, Hashable {
         public var grants = 0
         public var requests = 0
+        /// Rows under older keys that could not be opened; left as they were.
+        public var unreadable: [Unreadable] = []
+        /// Rows the batch found under older keys and could lock (re-sealed or unreadable).
+        public var selected = 0
+        /// When nothing could be locked: rows under older keys that another transaction (a
+        /// worker's claim or finish) held locked, unreadable ones passed over not counted.
+        public var locked = 0
         public var total: Int { grants + requests }
+
+        public init() {}
+    }
+
+    /// What a whole run did and what it left.
+    public struct Summary: Sendable, Hashable {
+        public var grants = 0
+        public var requests = 0
+        public var unreadable: [Unreadable] = []
+        /// Rows locked by another transaction when the run last looked.
+        public var locked = 0
+        /// What each key seals once the run ended.
+        public var usage = Usage()
 
         public init() {}
     }
@@ -67,8 +110,40 @@ public struct CredentialRotation: Sendable {
         }
     }
 
-    /// Re-seals up to `limit` grants and `limit` waiting requests sealed under older keys.
-    public func resealBatch(limit: Int) async throws -> Batch {
+    /// Re-seals every row under an older key, a batch of `batchSize` per transaction, until
+    /// nothing under an older key can be locked. Unreadable rows are passed over and reported;
+    /// `progress` hears each batch.
+    public func resealAll(batchSize: Int, progress: (Batch) -> Void = { _ in }) async throws -> Summary {
+        var summary = Summary()
+        // Ids already reported unreadable: never selected again in this run, so it ends.
+        var skipGrants: [UUID] = []
+        var skipRequests: [UUID] = []
+        while true {
+            let batch = try await resealBatch(limit: batchSize, skippingGrants: skipGrants, skippingRequests: skipRequests)
+            summary.grants += batch.grants
+            summary.requests += batch.requests
+            summary.unreadable += batch.unreadable
+            for row in batch.unreadable {
+                switch row.table {
+                case .grant: skipGrants.append(row.id)
+                case .request: skipRequests.append(row.id)
+                }
+            }
+            progress(batch)
+            if batch.selected == 0 {
+                summary.locked = batch.locked
+                break
+            }
+        }
+        summary.usage = try await usage()
+        return summary
+    }
+
+    /// Re-seals up to `limit` held grants and `limit` requests (in any state: a failed one kept
+    /// for `requeue` too) sealed under older keys; rows that cannot be opened are reported in
+    /// ``Batch/unreadable`` and left as they are, and the ids in `skippingGrants` and
+    /// `skippingRequests` are not looked at.
+    public func resealBatch(limit: Int, skippingGrants: [UUID] = [], skippingRequests: [UUID] = []) async throws -> Batch {
         guard (1...10_000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "the batch size must be between 1 and 10000") }
         let current = sealer.keyring.currentKeyID
         return try await StoreDatabase.run(logger) {
@@ -77,16 +152,23 @@ public struct CredentialRotation: Sendable {
                 let grants = try await connection.query(
                     """
                     SELECT id, sealed_token, token_key_id FROM revoker.grants
-                    WHERE sealed_token IS NOT NULL AND token_key_id <> \(current)
+                    WHERE sealed_token IS NOT NULL AND token_key_id <> \(current) AND id <> ALL (\(skippingGrants)::uuid[])
                     ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                     """,
                     logger: logger
                 ).collect()
+                batch.selected += grants.count
                 var resealed: [(UUID, ByteBuffer, ByteBuffer)] = []
                 for row in grants {
                     let (id, bytes, keyID) = try row.decode((UUID, ByteBuffer, String).self)
                     let old = SealedCredential(keyID: keyID, bytes: Array(bytes.readableBytesView))
-                    let credential = try sealer.open(old, grantID: id, kind: .refreshToken)
+                    let credential: Credential
+                    do throws(RevokerStoreError) {
+                        credential = try sealer.open(old, grantID: id, kind: .refreshToken)
+                    } catch {
+                        batch.unreadable.append(unreadable(.grant, id, error))
+                        continue
+                    }
                     resealed.append((id, bytes, ByteBuffer(bytes: try sealer.seal(credential, grantID: id).bytes)))
                 }
                 if !resealed.isEmpty {
@@ -100,23 +182,32 @@ public struct CredentialRotation: Sendable {
                         logger: logger
                     )
                 }
-                // Only waiting requests: a running one is its worker's until it ends.
+                // Every state: a failed request kept for `requeue`, and a running one (its worker
+                // holds the opened credential, not the bytes; its writes are fenced, not compared).
                 let requests = try await connection.query(
                     """
                     SELECT id, sealed_credential, credential_key_id, credential_kind FROM revoker.revocation_requests
-                    WHERE sealed_credential IS NOT NULL AND credential_key_id <> \(current) AND state = 'pending'
+                    WHERE sealed_credential IS NOT NULL AND credential_key_id <> \(current) AND id <> ALL (\(skippingRequests)::uuid[])
                     ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                     """,
                     logger: logger
                 ).collect()
+                batch.selected += requests.count
                 resealed = []
                 for row in requests {
                     let (id, bytes, keyID, rawKind) = try row.decode((UUID, ByteBuffer, String, String).self)
                     guard let kind = CredentialKind(rawValue: rawKind) else {
-                        throw RevokerStoreError(.unexpectedData, "unknown credential kind in the database")
+                        batch.unreadable.append(Unreadable(table: .request, id: id, reason: "unknown credential kind in the database"))
+                        continue
                     }
                     let old = SealedCredential(keyID: keyID, bytes: Array(bytes.readableBytesView))
-                    let credential = try sealer.open(old, requestID: id, kind: kind)
+                    let credential: Credential
+                    do throws(RevokerStoreError) {
+                        credential = try sealer.open(old, requestID: id, kind: kind)
+                    } catch {
+                        batch.unreadable.append(unreadable(.request, id, error))
+                        continue
+                    }
                     resealed.append((id, bytes, ByteBuffer(bytes: try sealer.seal(credential, requestID: id).bytes)))
                 }
                 if !resealed.isEmpty {
@@ -130,9 +221,32 @@ public struct CredentialRotation: Sendable {
                         logger: logger
                     )
                 }
+                if batch.selected == 0 {
+                    // Nothing lockable is left: what remains (unreadable rows aside) is locked by others.
+                    let rows = try await connection.query(
+                        """
+                        SELECT (SELECT count(*) FROM revoker.grants
+                                WHERE sealed_token IS NOT NULL AND token_key_id <> \(current) AND id <> ALL (\(skippingGrants)::uuid[]))
+                             + (SELECT count(*) FROM revoker.revocation_requests
+                                WHERE sealed_credential IS NOT NULL AND credential_key_id <> \(current)
+                                  AND id <> ALL (\(skippingRequests)::uuid[]))
+                        """,
+                        logger: logger
+                    ).collect()
+                    batch.locked = Int(try rows.first?.decode(Int64.self) ?? 0)
+                }
                 return batch
             }
         }
+    }
+
+    /// The report of a row that cannot be opened; the caller says it (debug here, not twice).
+    private func unreadable(_ table: Unreadable.Table, _ id: UUID, _ error: RevokerStoreError) -> Unreadable {
+        logger.debug(
+            "A sealed credential cannot be opened; left under its key",
+            metadata: [table == .grant ? "revoker.grant.id" : "revoker.request.id": "\(id)", "revoker.error": "\(error.code)"]
+        )
+        return Unreadable(table: table, id: id, reason: error.message)
     }
 
     /// Replaces each row's sealed bytes if they are still the ones opened; returns how many.

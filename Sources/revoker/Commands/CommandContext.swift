@@ -29,6 +29,8 @@ enum Exit {
     static let couldNotRun = ExitCode(2)
     /// Drain stopped with requests still waiting (time ran out, or retries and paused apps remain).
     static let incomplete = ExitCode(3)
+    /// `keys rotate`: stored rows under an older key cannot be opened (named by id).
+    static let unreadable = ExitCode(4)
 }
 
 /// Prints a problem for people on standard error and ends the command with "could not run".

@@ -12,7 +12,7 @@ struct KeysCommand: AsyncParsableCommand {
             Rotating a sealing key, with workers running throughout:
               1. append a new key to the sealing keys file (`revoker keygen >> FILE`): the last line is current;
               2. restart the workers and API servers, so they seal with it;
-              3. `revoker keys rotate` re-seals every held grant and waiting request still under an older key;
+              3. `revoker keys rotate` re-seals every held grant and request (in any state) still under an older key;
               4. once `revoker keys usage` (or `revoker check`) shows no row under the old key, remove its line.
             """,
         subcommands: [KeysUsageCommand.self, KeysRotateCommand.self]
@@ -45,14 +45,19 @@ struct KeysUsageCommand: AsyncParsableCommand {
 struct KeysRotateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rotate",
-        abstract: "Re-seal every held grant and waiting request under the current sealing key, online, in batches.",
+        abstract: "Re-seal every held grant and request still under an older sealing key, online, in batches.",
         discussion: """
-            Each batch is one short transaction that locks its rows as a worker's claim does, passing over rows a \
-            worker holds; a row is replaced only if it still holds what was opened. Safe to stop at any time and to \
-            run again (it continues with what is left). Progress goes to standard error.
+            Every row that holds a sealed credential is re-sealed, whatever its state (a failed request kept for \
+            `requeue` too). Each batch is one short transaction that locks its rows as a worker's claim does, passing \
+            over rows another transaction holds locked; a row is replaced only if it still holds what was opened. A row \
+            that cannot be opened (damaged bytes, a key id the sealing keys file lacks, a failed authentication) is \
+            left as it is and named by its grant or request id on standard output; the others are re-sealed all the \
+            same. Safe to stop at any time and to run again (it continues with what is left). Progress goes to \
+            standard error.
 
             Exit codes: 0 nothing is left under an older key; 2 could not run; 3 rows are still under an older key \
-            (a worker held them: run it again).
+            because a worker held them locked, or a process sealed them since with an older key (run it again); 4 \
+            some rows under an older key cannot be opened (each named by id; all the others were re-sealed).
             """
     )
 
@@ -69,37 +74,68 @@ struct KeysRotateCommand: AsyncParsableCommand {
         let configuration = try loadConfiguration(options, needs: [.database, .keyring])
         let logger = CommandLogging.logger(label: "revoker.keys", level: options.logLevel)
         let current = configuration.keyring.currentKeyID
-        let (total, usage) = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { [batchSize] client in
+        let summary = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { [batchSize] client in
+            let stderr = FileHandle.standardError
             let rotation = CredentialRotation(client: client, sealer: configuration.sealer, logger: logger)
             let before = try await rotation.usage()
-            if let missing = before.keyIDs.first(where: { !configuration.keyring.keyIDs.contains($0) }) {
-                throw fail("Rows are sealed under key \(missing), which the sealing keys file lacks: add it back before rotating.")
+            // Rows under a key the file lacks cannot be opened: said now, reported by id below.
+            for missing in before.keyIDs where !configuration.keyring.keyIDs.contains(missing) {
+                let rows = (before.grants[missing] ?? 0) + (before.requests[missing] ?? 0)
+                stderr.write(
+                    Data(
+                        "revoker: \(rows) rows are sealed under key \(missing), which the sealing keys file lacks: they cannot be re-sealed until it is added back.\n"
+                            .utf8
+                    )
+                )
             }
-            var total = CredentialRotation.Batch()
-            let stderr = FileHandle.standardError
             stderr.write(Data("revoker: \(before.rows(notUnder: current)) rows to re-seal under \(current).\n".utf8))
-            while true {
-                let batch: CredentialRotation.Batch
-                do {
-                    batch = try await rotation.resealBatch(limit: batchSize)
-                } catch let error as RevokerStoreError {
-                    throw fail("Re-sealing stopped: \(error.message). What was re-sealed stays; run it again to continue.")
+            var done = (grants: 0, requests: 0)
+            do {
+                return try await rotation.resealAll(batchSize: batchSize) { batch in
+                    done.grants += batch.grants
+                    done.requests += batch.requests
+                    for row in batch.unreadable {
+                        stderr.write(Data("revoker: passing over \(row.table.rawValue) \(row.id.uuidString.lowercased()): \(row.reason).\n".utf8))
+                    }
+                    if batch.total > 0 {
+                        stderr.write(Data("revoker: re-sealed \(done.grants) grants and \(done.requests) requests.\n".utf8))
+                    }
                 }
-                if batch.total == 0 { break }
-                total.grants += batch.grants
-                total.requests += batch.requests
-                stderr.write(Data("revoker: re-sealed \(total.grants) grants and \(total.requests) requests.\n".utf8))
+            } catch let error as RevokerStoreError {
+                throw fail("Re-sealing stopped: \(error.message). What was re-sealed stays; run it again to continue.")
             }
-            return (total, try await rotation.usage())
         }
-        print("Re-sealed \(total.grants) held grants and \(total.requests) waiting requests under \(current).")
-        print(KeysCommand.describe(usage, current: current), terminator: "")
-        let left = usage.rows(notUnder: current)
-        if left > 0 {
-            print("\(left) rows are still under older keys (held by a worker just now): run `revoker keys rotate` again.")
-            throw Exit.incomplete
+        print("Re-sealed \(summary.grants) held grants and \(summary.requests) requests under \(current).")
+        print(KeysCommand.describe(summary.usage, current: current), terminator: "")
+        let left = summary.usage.rows(notUnder: current)
+        if left == 0 {
+            let old = configuration.keyring.keyIDs.filter { $0 != current }
+            if !old.isEmpty { print("No row is sealed under \(old.joined(separator: ", ")) any more: those keys may be removed.") }
+            return
         }
-        let old = configuration.keyring.keyIDs.filter { $0 != current }
-        if !old.isEmpty { print("No row is sealed under \(old.joined(separator: ", ")) any more: those keys may be removed.") }
+        print(Self.remainder(summary, left: left))
+        throw summary.unreadable.isEmpty ? Exit.incomplete : Exit.unreadable
+    }
+
+    /// What is still under older keys, and why: each unreadable row by id, the locked ones, and
+    /// any sealed since the run passed (a process still sealing with an older key).
+    static func remainder(_ summary: CredentialRotation.Summary, left: Int) -> String {
+        var lines = ["\(left) rows are still under older keys:"]
+        if !summary.unreadable.isEmpty {
+            lines.append("  \(summary.unreadable.count) cannot be opened, left as they are:")
+            for row in summary.unreadable {
+                lines.append("    \(row.table.rawValue) \(row.id.uuidString.lowercased()): \(row.reason)")
+            }
+        }
+        if summary.locked > 0 {
+            lines.append("  \(summary.locked) locked by a worker when this run last looked: run `revoker keys rotate` again.")
+        }
+        let since = left - summary.unreadable.count - summary.locked
+        if since > 0 {
+            lines.append(
+                "  \(since) freed by a worker, or sealed under an older key by a process not yet restarted, after this run passed them: run `revoker keys rotate` again."
+            )
+        }
+        return lines.joined(separator: "\n")
     }
 }
