@@ -100,5 +100,10 @@ public struct Migration: Sendable, Hashable {
             name: "0022_audit_archives",
             sql: String(decoding: PackageResources._022_audit_archives_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 23,
+            name: "0023_archive_extent",
+            sql: String(decoding: PackageResources._023_archive_extent_sql, as: UTF8.self)
+        ),
     ]
 }
