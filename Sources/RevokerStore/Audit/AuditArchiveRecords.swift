@@ -4,7 +4,7 @@ import PostgresNIO
 import RevokerEvidence
 
 /// What the live trail recorded of each archive when it dropped its months (migrations 0022,
-/// 0023), held against an archive file: the file is the only copy of those rows, and its own
+/// 0025), held against an archive file: the file is the only copy of those rows, and its own
 /// signatures cannot show that it was cut and signed again with the same key.
 public struct AuditArchiveRecords: Sendable {
     let client: PostgresClient
@@ -47,7 +47,7 @@ public struct AuditArchiveRecords: Sendable {
                 for (what, trail, here) in recorded where trail != here {
                     problems.append("the trail recorded \(what) \(trail) for archive \(record.fileName); the file holds \(here)")
                 }
-                // Archives recorded before 0023 name no checkpoints: their SHA-256 is the tie.
+                // Archives recorded before 0025 name no checkpoints: their SHA-256 is the tie.
                 let ends = [
                     ("first", record.firstCheckpoint, found?.firstCheckpoint, found?.firstCheckpointHash),
                     ("last", record.lastCheckpoint, found?.lastCheckpoint, found?.lastCheckpointHash),

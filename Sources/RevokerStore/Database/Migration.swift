@@ -101,9 +101,9 @@ public struct Migration: Sendable, Hashable {
             sql: String(decoding: PackageResources._022_audit_archives_sql, as: UTF8.self)
         ),
         Migration(
-            version: 23,
-            name: "0023_archive_extent",
-            sql: String(decoding: PackageResources._023_archive_extent_sql, as: UTF8.self)
+            version: 25,
+            name: "0025_archive_extent",
+            sql: String(decoding: PackageResources._025_archive_extent_sql, as: UTF8.self)
         ),
     ]
 }

@@ -1,4 +1,4 @@
--- 0023_archive_extent.sql: which checkpoints an archive holds (issue 37, item 6).
+-- 0025_archive_extent.sql: which checkpoints an archive holds (issue 37, item 6).
 --
 -- An archive file signs its extent (header, counts, chain starts, its first and last
 -- checkpoint). `revoker audit verify-archive --with-database` also ties the file's first and
@@ -12,5 +12,5 @@ ALTER TABLE revoker.audit_archives
     ADD COLUMN last_checkpoint  bigint REFERENCES revoker.audit_checkpoints (seq);
 
 INSERT INTO revoker.schema_migrations (version, name, checksum)
-VALUES (23, '0023_archive_extent', NULL)
+VALUES (25, '0025_archive_extent', NULL)
 ON CONFLICT (version) DO NOTHING;
