@@ -7,9 +7,12 @@ import Foundation
 /// hash) of those checkpoints' rows that are not in this file (still in the database, or in an
 /// earlier archive), so each Merkle root can be recomputed; the rows in id order, each with its
 /// previous hash and hash; the chains that continue from an earlier archive (their last row
-/// there); and an end line with the counts, so that a truncated file is told from a short one.
+/// there); and an end line with the counts and the file's ``Extent``, signed, so that neither a
+/// truncated file nor one cut and recounted is taken for the whole.
 public enum AuditArchive {
-    public static let format = "revoker.audit.archive.v1"
+    public static let format = "revoker.audit.archive.v2"
+    /// Files written before the extent was signed: read, but their extent is reported unsigned.
+    public static let unsignedExtentFormat = "revoker.audit.archive.v1"
 
     /// One line of the file.
     public struct Line: Codable, Sendable {
@@ -32,13 +35,14 @@ public enum AuditArchive {
         // end
         public var rows: Int?
         public var chains: Int?
+        public var extent: Extent?
 
         enum CodingKeys: String, CodingKey {
             case type, format, before, months
             case createdAt = "created_at"
             case checkpoint, seq, id, chain, row
             case previousHash = "previous_hash"
-            case hash, rows, chains
+            case hash, rows, chains, extent
         }
 
         public init(type: Kind) { self.type = type }
@@ -73,9 +77,9 @@ public enum AuditArchive {
             return line
         }
 
-        public static func end(rows: Int, chains: Int) -> Line {
+        public static func end(rows: Int, chains: Int, extent: Extent) -> Line {
             var line = Line(type: .end)
-            (line.rows, line.chains) = (rows, chains)
+            (line.rows, line.chains, line.extent) = (rows, chains, extent)
             return line
         }
 
@@ -92,29 +96,41 @@ public enum AuditArchive {
 
     /// What `verify` found.
     public struct Verification: Sendable {
+        public var format: String?
         public var before: String?
         public var months: [String] = []
         public var rows = 0
         public var chains = 0
         public var checkpoints = 0
+        /// What the file holds, as counted (its signed extent must say the same).
+        public var extent: Extent?
         public var problems: [String] = []
+        /// A file of the format before extents were signed: its rows, chains and checkpoints
+        /// check, but a cut at a checkpoint and a recount would not show.
+        public var unsignedExtent: Bool { format == AuditArchive.unsignedExtentFormat }
+        /// No problem found; for an ``unsignedExtent`` file that is not yet proof that it is whole.
         public var valid: Bool { problems.isEmpty }
     }
 
     /// Checks every row's hash and chain, each checkpoint's signature (by one of `keys`), its link
-    /// to the one before it in the file, its row count and Merkle root, and that the file is whole.
-    /// Without `keys` the signatures are not checked (the archiver checking what it wrote).
+    /// to the one before it in the file, its row count and Merkle root, that the file is whole,
+    /// and that its signed extent (by one of `keys`) is what the file holds. Without `keys` the
+    /// signatures are not checked (the archiver checking what it wrote).
     public static func verify(path: String, keys: [AuditPublicKey]?) throws -> Verification {
         var result = Verification()
         var state = Reading()
         try read(path) { line, number in
+            state.tally.count(line)
             switch line.type {
             case .header:
-                guard number == 1, line.format == format else {
-                    result.problems.append("line \(number): not a \(format) header")
+                guard number == 1, let found = line.format, [format, unsignedExtentFormat].contains(found) else {
+                    result.problems.append(
+                        "line \(number): not an audit archive header (format '\(line.format?.prefix(60) ?? "none")'; "
+                            + "this revoker reads \(format) and \(unsignedExtentFormat))"
+                    )
                     return
                 }
-                (result.before, result.months) = (line.before, line.months ?? [])
+                (result.format, result.before, result.months) = (found, line.before, line.months ?? [])
             case .checkpoint:
                 guard let checkpoint = line.checkpoint?.checkpoint else { throw AuditEvidenceError("line \(number): a malformed checkpoint") }
                 if let keys, !checkpoint.isSigned(byOneOf: keys) {
@@ -132,8 +148,25 @@ public enum AuditArchive {
         }
         result.problems += state.finish()
         (result.rows, result.chains, result.checkpoints) = (state.rowCount, state.lastInChain.count, state.checkpoints.count)
+        result.extent = state.tally.extent(chains: state.lastInChain.count)
+        if result.format == format, state.ended != nil {
+            result.problems += extentProblems(state.signedExtent, found: result.extent!, keys: keys)
+        }
         if result.before == nil { result.problems.insert("the file has no header: it is not an audit archive", at: 0) }
         return result
+    }
+
+    /// What is wrong with a file's signed extent: missing, signed by no key of `keys` (when given),
+    /// or not what the file holds.
+    static func extentProblems(_ signed: Extent?, found: Extent, keys: [AuditPublicKey]?) -> [String] {
+        guard let signed else { return ["the end line carries no signed extent: what the file holds is not signed"] }
+        var problems: [String] = []
+        if let keys, !signed.isSigned(byOneOf: keys) {
+            problems.append(
+                "the extent (what the file holds) is not signed by a key given (key \(signed.keyID.prefix(16))), or its signature does not match"
+            )
+        }
+        return problems + signed.differences(from: found)
     }
 
     /// A receipt for request `requestID` from the archive's rows, each proven into its signed
@@ -143,9 +176,11 @@ public enum AuditArchive {
         let chain = requestID.uuidString.lowercased()
         var rows: [(row: AuditChainRow, previous: String, hash: String)] = []
         var problems: [String] = []
+        var fileFormat: String?
         try read(path) { line, number in
+            state.tally.count(line)
             switch line.type {
-            case .header: break
+            case .header: fileFormat = line.format
             case .checkpoint:
                 guard let checkpoint = line.checkpoint?.checkpoint else { throw AuditEvidenceError("line \(number): a malformed checkpoint") }
                 state.checkpoints.append(checkpoint)
@@ -157,6 +192,10 @@ public enum AuditArchive {
             }
         }
         problems += state.finish()
+        // Signatures are for `verify-archive`; what the file holds must still be what it states.
+        if fileFormat == format, state.ended != nil {
+            problems += extentProblems(state.signedExtent, found: state.tally.extent(chains: state.lastInChain.count), keys: nil)
+        }
         guard problems.isEmpty else {
             throw AuditEvidenceError("the archive does not verify (\(problems.first ?? "")): run `revoker audit verify-archive`")
         }
@@ -226,6 +265,8 @@ public enum AuditArchive {
         var rowCount = 0
         var lastID: Int64 = .min
         var ended: (rows: Int, chains: Int)?
+        var signedExtent: Extent?
+        var tally = Tally()
 
         init(keepLeaves: Bool = false) {
             self.keepLeaves = keepLeaves
@@ -254,6 +295,7 @@ public enum AuditArchive {
                 starts[chain] = (seq, hash)
             case .end:
                 ended = (line.rows ?? -1, line.chains ?? -1)
+                signedExtent = line.extent
             case .header, .checkpoint:
                 problems.append("line \(number): a \(line.type.rawValue) among the rows")
             }

@@ -21,8 +21,14 @@ public final class GzipLineWriter {
     }
 
     public func write(_ line: some StringProtocol) throws {
-        pending.writeString(String(line))
+        try write(part: line)
         pending.writeInteger(UInt8(ascii: "\n"))
+    }
+
+    /// Writes `part` without ending the line, so that a line of any length is written in
+    /// constant memory (what a reader must survive).
+    public func write(part: some StringProtocol) throws {
+        pending.writeString(String(part))
         if pending.readableBytes >= Self.chunk { try deflate(.no) }
     }
 
@@ -59,22 +65,37 @@ public final class GzipLineWriter {
 
 /// Reads the lines of a gzip file in constant memory.
 public enum GzipLineReader {
-    /// Calls `body` with each line of `path` (without its newline), in order. A damaged stream
-    /// throws; a truncated one simply ends, so a file's format must say where it ends.
-    public static func forEachLine(_ path: String, _ body: (Substring) throws -> Void) throws {
+    /// The longest line read, in bytes without its newline. An archive's longest lines (a row
+    /// with every field at its limit, a checkpoint with many open transactions) are a few KB;
+    /// a longer line is refused before it is held whole, so that a small file cannot make the
+    /// reader allocate without bound (a gzip bomb of one line).
+    public static let maxLineBytes = 1 << 20
+
+    /// Calls `body` with each line of `path` (without its newline), in order. A damaged stream,
+    /// or a line longer than `maxLineBytes`, throws; a truncated one simply ends, so a file's
+    /// format must say where it ends.
+    public static func forEachLine(_ path: String, maxLineBytes: Int = maxLineBytes, _ body: (Substring) throws -> Void) throws {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw AuditEvidenceError("\(path) cannot be read") }
         defer { try? handle.close() }
         let decompressor = try ZlibDecompressor(algorithm: .gzip)
         var partial: [UInt8] = []
+        var number = 0
+        func take(_ bytes: ByteBufferView.SubSequence) throws {
+            guard partial.count + bytes.count <= maxLineBytes else {
+                throw AuditEvidenceError("line \(number + 1) of \(path) is longer than \(maxLineBytes) bytes: not an archive line")
+            }
+            partial += bytes
+        }
         func emit(_ bytes: ByteBufferView) throws {
             var start = bytes.startIndex
             while let newline = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                partial += bytes[start..<newline]
+                try take(bytes[start..<newline])
+                number += 1
                 try body(Substring(decoding: partial, as: UTF8.self))
                 partial.removeAll(keepingCapacity: true)
                 start = newline + 1
             }
-            partial += bytes[start...]
+            try take(bytes[start...])
         }
         while let data = try handle.read(upToCount: 1 << 20), !data.isEmpty {
             var input = ByteBuffer(bytes: data)

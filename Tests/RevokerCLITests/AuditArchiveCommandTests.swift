@@ -82,12 +82,23 @@ struct AuditArchiveCommandTests {
             #expect(months == 0)
             let (verifyStatus, verifyOutput) = try await sh("revoker audit verify --public-key audit-public-key.pem")
             #expect(verifyStatus == 0, "\(verifyOutput)")
+            // The file is the one the trail recorded when it dropped the months.
+            let (recordedStatus, recordedOutput) = try await sh(
+                "revoker audit verify-archive audit-before-2026-01.jsonl.gz --public-key audit-public-key.pem --with-database"
+            )
+            #expect(recordedStatus == 0, "\(recordedOutput)")
+            #expect(recordedOutput.contains("extent signed; the file the trail recorded"), "\(recordedOutput)")
             let (_, _) = try await sh(
                 "gunzip -c audit-before-2026-01.jsonl.gz | sed 's/\"actor\":\"ops\"/\"actor\":\"eve\"/' | gzip > changed.jsonl.gz"
             )
             let (changedStatus, changedOutput) = try await sh("revoker audit verify-archive changed.jsonl.gz --public-key audit-public-key.pem")
             #expect(changedStatus == 1, "\(changedOutput)")
             #expect(changedOutput.contains("NOT valid"))
+            let (unrecordedStatus, unrecordedOutput) = try await sh(
+                "revoker audit verify-archive changed.jsonl.gz --public-key audit-public-key.pem --with-database"
+            )
+            #expect(unrecordedStatus == 1, "\(unrecordedOutput)")
+            #expect(unrecordedOutput.contains("it is not the file written"), "\(unrecordedOutput)")
         }
     }
 }

@@ -6,13 +6,15 @@ import RevokerEvidence
 /// Takes whole months of the trail out of the database (migrations 0020, 0022): writes them to
 /// an ``AuditArchive`` file, checks the file, and only then records what left and drops the
 /// months' partitions, in one transaction. Needs the schema owner's connection (only the owner
-/// may drop a partition).
+/// may drop a partition), and the audit signing key: the file's extent is signed with it.
 public struct AuditArchiver: Sendable {
     let client: PostgresClient
+    let key: AuditSigningKey
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, key: AuditSigningKey, logger: Logger) {
         self.client = client
+        self.key = key
         self.logger = logger
     }
 
@@ -63,14 +65,18 @@ public struct AuditArchiver: Sendable {
         let partial = path + ".partial"
         try? FileManager.default.removeItem(atPath: partial)
         let writer = try GzipLineWriter(path: partial)
+        // What is written is counted, for the extent signed on the end line.
+        var tally = AuditArchive.Tally()
+        func put(_ line: AuditArchive.Line) throws {
+            tally.count(line)
+            try writer.write(try line.json())
+        }
         let now = Date()
-        try writer.write(
-            try AuditArchive.Line.header(before: Self.format(before), months: months, createdAt: now.formatted(.iso8601)).json()
-        )
-        for index in range { try writer.write(try AuditArchive.Line.checkpoint(checkpoints[index]).json()) }
+        try put(AuditArchive.Line.header(before: Self.format(before), months: months, createdAt: now.formatted(.iso8601)))
+        for index in range { try put(AuditArchive.Line.checkpoint(checkpoints[index])) }
         for (index, leaves) in zip(range, outside) {
             for leaf in leaves {
-                try writer.write(try AuditArchive.Line.leaf(checkpoint: checkpoints[index].seq, id: leaf.id, hash: leaf.hash).json())
+                try put(AuditArchive.Line.leaf(checkpoint: checkpoints[index].seq, id: leaf.id, hash: leaf.hash))
             }
         }
         // Checkpoints that still cover rows here after this archive keep the archived leaves.
@@ -88,7 +94,7 @@ public struct AuditArchiver: Sendable {
             )
             for try await cells in found {
                 let (row, previous, hash) = try AuditVerifier.decodeRow(cells)
-                try writer.write(try AuditArchive.Line.row(row, previous: previous, hash: hash).json())
+                try put(AuditArchive.Line.row(row, previous: previous, hash: hash))
                 if heads[row.chainKey] == nil, row.chainSeq > 1 { continuing.append(row.chainKey) }
                 heads[row.chainKey] = (row.chainSeq, hash)
                 if let index = slices.slice(of: row.txid), split.contains(index) { keptLeaves[index, default: []].append((row.id, hash)) }
@@ -110,13 +116,14 @@ public struct AuditArchiver: Sendable {
         let starts = try await StoreDatabase.run(logger) { try await AuditCheckpoints.archivedHeads(continuing, client: self.client, logger: logger) }
         for chain in continuing {
             guard let start = starts[chain] else { continue }
-            try writer.write(try AuditArchive.Line.start(chain: chain, seq: start.seq, hash: start.hash).json())
+            try put(AuditArchive.Line.start(chain: chain, seq: start.seq, hash: start.hash))
         }
-        try writer.write(try AuditArchive.Line.end(rows: rows, chains: heads.count).json())
+        let extent = try tally.extent(chains: heads.count).signed(with: key)
+        try writer.write(try AuditArchive.Line.end(rows: rows, chains: heads.count, extent: extent).json())
         let sha256 = try writer.finish()
-        // Signatures were checked when the checkpoints were taken; here, that the file holds
-        // every row, chained and under its checkpoint's root, before anything is dropped.
-        let check = try AuditArchive.verify(path: partial, keys: nil)
+        // Checkpoints' signatures were checked when they were taken; here, that the file holds
+        // every row, chained and under its checkpoint's root, as its signed extent says.
+        let check = try AuditArchive.verify(path: partial, keys: [key.publicKey])
         guard check.valid, check.rows == rows else {
             throw RevokerStoreError(
                 .unexpectedData,
@@ -127,22 +134,29 @@ public struct AuditArchiver: Sendable {
         try FileManager.default.moveItem(atPath: partial, toPath: path)
         progress("wrote \(path) (\(rows) rows, sha256 \(sha256.hex)); dropping \(months.count) months")
 
-        try await self.record(
-            before: before,
-            months: months,
-            file: URL(fileURLWithPath: path).lastPathComponent,
-            sha256: sha256,
-            rows: rows,
-            ids: (firstID, lastID),
-            heads: heads,
-            requests: Array(requests.values),
-            checkpoints: range.map { index in
-                let seq = checkpoints[index].seq
-                let total = (archived[seq]?.rows ?? 0) + (counts[index] ?? 0)
-                let leaves = split.contains(index) ? ((archived[seq]?.leaves ?? []) + (keptLeaves[index] ?? [])).sorted { $0.id < $1.id } : nil
-                return (seq, total, leaves)
-            }.filter { $0.1 > 0 }
-        )
+        do {
+            try await self.record(
+                before: before,
+                months: months,
+                file: URL(fileURLWithPath: path).lastPathComponent,
+                sha256: sha256,
+                rows: rows,
+                ids: (firstID, lastID),
+                extent: (extent.firstCheckpoint, extent.lastCheckpoint),
+                heads: heads,
+                requests: Array(requests.values),
+                checkpoints: range.map { index in
+                    let seq = checkpoints[index].seq
+                    let total = (archived[seq]?.rows ?? 0) + (counts[index] ?? 0)
+                    let leaves = split.contains(index) ? ((archived[seq]?.leaves ?? []) + (keptLeaves[index] ?? [])).sorted { $0.id < $1.id } : nil
+                    return (seq, total, leaves)
+                }.filter { $0.1 > 0 }
+            )
+        } catch let error as RevokerStoreError where error.code == .conflict {
+            // Recorded nowhere and short of rows: not an archive of these months.
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
         return Result(months: months, rows: rows, chains: heads.count, checkpoints: range.count, sha256: sha256)
     }
 
@@ -223,6 +237,7 @@ public struct AuditArchiver: Sendable {
         sha256: [UInt8],
         rows: Int,
         ids: (Int64?, Int64?),
+        extent: (first: Int64?, last: Int64?),
         heads: [String: (seq: Int64, hash: [UInt8])],
         requests: [ArchivedRequest],
         checkpoints: [(seq: Int64, rows: Int64, leaves: [(id: Int64, hash: [UInt8])]?)]
@@ -232,10 +247,26 @@ public struct AuditArchiver: Sendable {
             try await self.client.withTransaction(logger: logger) { connection in
                 // Dropping a month waits for the trail's writers; a minute is more than any of them takes.
                 try await connection.query("SET LOCAL lock_timeout = '60s'", logger: logger)
+                // A transaction begun before the reads (last month, or routed there in a month's first
+                // minute) can still commit rows into these months. Locked as the DETACH would lock it,
+                // the trail takes no more, so the rows counted now are the rows dropped.
+                try await connection.query("LOCK TABLE revoker.audit_events IN ACCESS EXCLUSIVE MODE", logger: logger)
+                let now = try await connection.query(
+                    "SELECT count(*), min(id), max(id) FROM revoker.audit_events WHERE occurred_at < \(before)",
+                    logger: logger
+                ).collect().first?.decode((Int64, Int64?, Int64?).self)
+                guard let now, now.0 == Int64(rows), now.1 == ids.0, now.2 == ids.1 else {
+                    throw RevokerStoreError(
+                        .conflict,
+                        "\((now?.0 ?? 0) - Int64(rows)) audit rows were committed into \(months.joined(separator: ", ")) after they were read "
+                            + "(a transaction begun before the month ended): nothing was dropped; archive again"
+                    )
+                }
                 let id = try await connection.query(
                     """
-                    INSERT INTO revoker.audit_archives (before, months, file_name, file_sha256, row_count, first_id, last_id)
-                    VALUES (\(before), \(months), \(file), \(Data(sha256)), \(Int64(rows)), \(ids.0), \(ids.1))
+                    INSERT INTO revoker.audit_archives
+                        (before, months, file_name, file_sha256, row_count, first_id, last_id, first_checkpoint, last_checkpoint)
+                    VALUES (\(before), \(months), \(file), \(Data(sha256)), \(Int64(rows)), \(ids.0), \(ids.1), \(extent.first), \(extent.last))
                     RETURNING id
                     """,
                     logger: logger

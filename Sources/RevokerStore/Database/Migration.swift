@@ -110,5 +110,10 @@ public struct Migration: Sendable, Hashable {
             name: "0024_deletions_at_any_size",
             sql: String(decoding: PackageResources._024_deletions_at_any_size_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 25,
+            name: "0025_archive_extent",
+            sql: String(decoding: PackageResources._025_archive_extent_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -18,8 +18,11 @@ struct AuditArchiveCommand: AsyncParsableCommand {
             must be kept: deleting it ends their retention, and the checkpoints left in the database still show \
             that they existed.
 
-            Rows not yet under a checkpoint, and the current month, are refused. Run it with the schema owner's \
-            database URL (as `revoker migrate`): only the owner may drop a partition.
+            The file's extent (its months, counts, first and last row and checkpoint, chain starts) is signed \
+            with the audit signing key ("audit.signing_key_file"), and its first and last checkpoint are \
+            recorded with the archive. Rows not yet under a checkpoint, the current month, and rows committed \
+            into the months after they were read are refused. Run it with the schema owner's database URL (as \
+            `revoker migrate`): only the owner may drop a partition.
 
             Example:
               revoker audit archive --before 2026-01 --out audit-before-2026-01.jsonl.gz
@@ -40,11 +43,12 @@ struct AuditArchiveCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
+        let key = try auditSigningKey(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
         let (before, out) = (AuditArchiver.month(self.before)!, self.out)
         let result = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
             do {
-                return try await AuditArchiver(client: client, logger: logger).archive(before: before, to: out) { message in
+                return try await AuditArchiver(client: client, key: key, logger: logger).archive(before: before, to: out) { message in
                     FileHandle.standardError.write(Data((message + "\n").utf8))
                 }
             } catch let error as RevokerStoreError {
@@ -58,17 +62,25 @@ struct AuditArchiveCommand: AsyncParsableCommand {
     }
 }
 
-struct AuditVerifyArchiveCommand: ParsableCommand {
+struct AuditVerifyArchiveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify-archive",
         abstract: "Check an audit archive offline: every row's hash and chain, every checkpoint's signature and Merkle root.",
         discussion: """
             Needs no database: only the file and the audit public key. Any row changed, removed, added or \
-            reordered, a checkpoint not signed by a key given, or a file cut short is named.
-            Exit status: 0 valid, 1 not valid, 2 could not run.
+            reordered, a checkpoint not signed by a key given, a file cut short, or an extent (what the file \
+            says it holds: months, counts, first and last checkpoint, chain starts) not signed or not what the \
+            file holds is named. With --with-database it also holds the file against what the live trail \
+            recorded when it dropped the months: the file's SHA-256, counts, and first and last checkpoint.
 
-            Example:
+            Files written before extents were signed (format revoker.audit.archive.v1) are checked as before \
+            but not taken as whole: a cut at a checkpoint would not show. With --with-database, such a file \
+            whose SHA-256 is the one the trail recorded is valid.
+            Exit status: 0 valid, 1 not valid (or an unsigned extent), 2 could not run.
+
+            Examples:
               revoker audit verify-archive audit-before-2026-01.jsonl.gz --public-key audit-public-key.pem
+              revoker audit verify-archive audit-before-2026-01.jsonl.gz --public-key audit-public-key.pem --with-database
             """
     )
 
@@ -80,21 +92,48 @@ struct AuditVerifyArchiveCommand: ParsableCommand {
     @Option(name: .customLong("public-key"), help: ArgumentHelp("A PEM public key to check with (repeatable).", valueName: "file"))
     var publicKeys: [String] = []
 
-    func run() throws {
-        let configuration = try loadConfiguration(options, needs: [])
+    @Flag(name: .customLong("with-database"), help: "Also hold the file against what the live trail recorded of it.")
+    var checkDatabase = false
+
+    func run() async throws {
+        let configuration = try loadConfiguration(options, needs: checkDatabase ? .database : [])
         let keys = try auditKeys(configuration, files: publicKeys)
         guard !keys.isEmpty else { throw fail("No public key: pass --public-key FILE (from `revoker audit public-key`).") }
-        let result: AuditArchive.Verification
+        var result: AuditArchive.Verification
+        let sha256: [UInt8]
         do {
             result = try AuditArchive.verify(path: file, keys: keys)
+            sha256 = try AuditArchive.sha256(path: file)
         } catch {
             print("Archive NOT valid: \(error)")
+            throw Exit.someFailed
+        }
+        // An unsigned extent is whole only when the trail recorded exactly these bytes.
+        var recorded = false
+        if checkDatabase {
+            let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
+            let found = result
+            let problems = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
+                try await AuditArchiveRecords(client: client, logger: logger).problems(of: found, sha256: sha256)
+            }
+            result.problems += problems
+            recorded = problems.isEmpty
+        }
+        if result.valid, result.unsignedExtent, !recorded {
+            print(
+                "Archive NOT proven whole: its format, \(AuditArchive.unsignedExtentFormat), does not sign its extent (months, counts, "
+                    + "first and last checkpoint, chain starts), so a cut at a checkpoint would not show; its \(result.rows) rows, "
+                    + "\(result.chains) chains and \(result.checkpoints) checkpoints check. Run it with --with-database: the trail "
+                    + "recorded the SHA-256 of the file written."
+            )
             throw Exit.someFailed
         }
         if result.valid {
             print(
                 "Archive valid: \(result.rows) audit rows in \(result.chains) chains of \(result.months.joined(separator: ", ")), "
                     + "\(result.checkpoints) signed checkpoints"
+                    + (result.unsignedExtent ? ", extent unsigned (\(AuditArchive.unsignedExtentFormat))" : ", extent signed")
+                    + (checkDatabase ? "; the file the trail recorded" : "")
             )
             return
         }
