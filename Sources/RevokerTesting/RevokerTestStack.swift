@@ -236,16 +236,33 @@ public struct RevokerTestStack: Sendable {
             }
             return minted.compactMap { $0 }
         }
-        for token in minted { secrets.add(token.value) }
-        for start in stride(from: 0, to: minted.count, by: 1000) {
-            let chunk = minted[start..<min(start + 1000, minted.count)]
-            var (ids, users, sealed, keys, digests) = ([UUID](), [String](), [String](), [String](), [String]())
-            for (offset, token) in zip(chunk.indices, chunk) {
+        _ = try await hold(
+            minted.enumerated().map { (accountReference, "\(accountReference)-user-\($0.offset)", $0.element.value) },
+            provider: provider,
+            clientID: clientID
+        )
+        return minted.map(\.grantID)
+    }
+
+    /// Writes `grants` into custody as held, each token sealed for its grant and bound to its
+    /// user, as a worker leaves them once their provider proved them (the provider is not asked:
+    /// for tests of what is held, not of how it came to be). Returns the grants' ids.
+    public func hold(
+        _ grants: [(reference: String, user: String, token: String)],
+        provider: ProviderName = .apple,
+        clientID: String
+    ) async throws -> [UUID] {
+        var all: [UUID] = []
+        for start in stride(from: 0, to: grants.count, by: 1000) {
+            var (ids, references, users, sealed, keys, digests) = ([UUID](), [String](), [String](), [String](), [String](), [String]())
+            for grant in grants[start..<min(start + 1000, grants.count)] {
+                secrets.add(grant.token)
                 let id = UUID()
-                let credential = Credential(kind: .refreshToken, secret: token.value)
+                let credential = Credential(kind: .refreshToken, secret: grant.token)
                 let seal = try configuration.sealer.seal(credential, grantID: id)
                 ids.append(id)
-                users.append("\(accountReference)-user-\(offset)")
+                references.append(grant.reference)
+                users.append(grant.user)
                 sealed.append(Data(seal.bytes).base64EncodedString())
                 keys.append(seal.keyID)
                 digests.append(credential.digest.map { String(format: "%02x", $0) }.joined())
@@ -255,15 +272,16 @@ public struct RevokerTestStack: Sendable {
                 INSERT INTO revoker.grants
                     (id, provider, client_id, account_reference, user_id, user_source, registered_kind, registered_digest,
                      state, sealed_token, token_key_id, held_at)
-                SELECT g.id, \(provider.rawValue), \(clientID), \(accountReference), g.user_id, 'verified_id_token', 'refresh_token',
+                SELECT g.id, \(provider.rawValue), \(clientID), g.reference, g.user_id, 'verified_id_token', 'refresh_token',
                        decode(g.digest, 'hex'), 'held', decode(g.sealed, 'base64'), g.key_id, now()
-                FROM unnest(\(ids)::uuid[], \(users)::text[], \(sealed)::text[], \(keys)::text[], \(digests)::text[])
-                     AS g(id, user_id, sealed, key_id, digest)
+                FROM unnest(\(ids)::uuid[], \(references)::text[], \(users)::text[], \(sealed)::text[], \(keys)::text[], \(digests)::text[])
+                     AS g(id, reference, user_id, sealed, key_id, digest)
                 """,
                 logger: logger
             ).collect()
+            all += ids
         }
-        return minted.map(\.grantID)
+        return all
     }
 
     /// The environment for a `revoker` process using this harness's database, sandbox and apps.

@@ -60,7 +60,7 @@ struct GrantsCommandTests {
             #expect((second["grant"] as? [String: Any])?["id"] as? String == grant["id"] as? String)
             #expect(try await stack.sandbox.admin.grant(code.grantID).codeExchanges == 1)
 
-            // A Google refresh token is held at once, without a call.
+            // A Google refresh token is held once a worker validated it.
             let file = try stack.files.write(token.value)
             let google = try await RevokerProcess.run(
                 [
@@ -146,10 +146,10 @@ struct GrantsCommandTests {
                 ],
                 "\(first.stdout)"
             )
-            #expect(first.stdout.contains("Imported 10 lines: 3 held, 0 already held, 6 refused."), "\(first.stdout)")
+            #expect(first.stdout.contains("Imported 10 lines: 3 taken in, 0 already taken in, 6 refused."), "\(first.stdout)")
             let held = try await Self.grants(stack)
             #expect(held.map(\.reference) == ["a-1", "a-2", "a-7"])
-            #expect(held.allSatisfy { $0.state == "held" })
+            #expect(held.allSatisfy { $0.state == "pending" }, "held once a worker validated each (none runs here)")
             #expect(held.first?.user == "sub-1")
             try stack.expectNoSecrets(in: first.stdout + first.stderr)
 
@@ -204,8 +204,8 @@ struct GrantsCommandTests {
             let (new, existing) = (summary["held"] as? Int ?? -1, summary["existing"] as? Int ?? -1)
             #expect(new + existing == count && existing <= heldAtKill - record.lines, "only lines after the record are read again")
             let grants = try await Self.grants(stack)
-            #expect(grants.count == count && Set(grants.map(\.reference)).count == count, "every line held once")
-            #expect(grants.allSatisfy { $0.state == "held" })
+            #expect(grants.count == count && Set(grants.map(\.reference)).count == count, "every line taken in once")
+            #expect(grants.allSatisfy { $0.state == "pending" }, "each waits for a worker to validate it (none runs here)")
             print("import kill test: \(record.lines) lines recorded at SIGKILL, \(heldAtKill) held, \(existing) read again as existing")
         }
     }
@@ -226,6 +226,8 @@ struct GrantsCommandTests {
                 stdin: Data(lines.joined(separator: "\n").utf8)
             )
             #expect(imported.status == 0, "\(imported.stdout) \(imported.stderr)")
+            // The running worker validates each, then holds it.
+            try await eventually("both grants held") { try await Self.grants(stack).allSatisfy { $0.state == "held" } }
 
             let shown = try await RevokerProcess.run(["accounts", "show", "--account-reference", "user-3"], environment: stack.environment)
             #expect(shown.status == 0, "\(shown.stderr)")

@@ -184,16 +184,10 @@ struct KeyRotationTests {
     /// small its batches (exit 4 while they remain).
     @Test func unreadableRowsAreNamedByIDAndEveryOtherRowIsReSealed() async throws {
         try await RevokerTestStack.with { stack in
-            var grants: [UUID] = []
-            for index in 0..<300 {
-                let secret = "rt-\(index)-\(UUID().uuidString)"
-                stack.secrets.add(secret)
-                let registered = try await stack.queue.register(
-                    try NewGrant(clientID: Self.notes, accountReference: "r-\(index)", credential: Credential(kind: .refreshToken, secret: secret)),
-                    actor: "test"
-                )
-                grants.append(registered.grant.id)
-            }
+            let grants = try await stack.hold(
+                (0..<300).map { ("r-\($0)", "u-\($0)", "rt-\($0)-\(UUID().uuidString)") },
+                clientID: Self.notes
+            )
             var requests: [UUID] = []
             for index in 0..<20 {
                 requests.append(try await stack.enqueue(clientID: Self.notes, reference: "p-\(index)", kind: .refreshToken).request.id)

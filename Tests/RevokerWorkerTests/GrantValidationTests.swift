@@ -19,7 +19,8 @@ struct GrantValidationTests {
     static let google = "1000-notes.apps.googleusercontent.com"
     static let daily: [String: any Sendable] = ["custody": ["validate_every_days": 1]]
 
-    /// Holds a refresh token minted in the sandbox for `account`; returns the grant and the sandbox's grant id.
+    /// Holds a refresh token minted in the sandbox for `account` (registered, then validated once
+    /// by a drain); returns the grant and the sandbox's grant id.
     static func hold(
         _ stack: RevokerTestStack,
         _ provider: ProviderName,
@@ -41,7 +42,10 @@ struct GrantValidationTests {
             ),
             actor: "test"
         )
-        return (registered.grant, minted.grantID, minted.value)
+        _ = try await stack.drain()
+        let held = try #require(try await stack.queue.grant(id: registered.grant.id))
+        #expect(held.state == .held && held.userSource == .verifiedIDToken, "taken in once the provider proved it")
+        return (held, minted.grantID, minted.value)
     }
 
     /// The sandbox's record of a grant.
@@ -77,7 +81,10 @@ struct GrantValidationTests {
                 let grant = try #require(try await stack.queue.grant(id: held.grant.id))
                 #expect(grant.state == .held && grant.validatedAt != nil && grant.endReason == nil)
                 let record = try await Self.record(stack, provider, held.sandbox)
-                #expect(record.validations == 1 && record.revokeCalls == 0 && !record.revoked, "validated, not revoked: \(record)")
+                #expect(
+                    record.validations == 2 && record.revokeCalls == 0 && !record.revoked,
+                    "validated (and once when registered), not revoked: \(record)"
+                )
             }
             for (removed, provider) in [(removedApple, ProviderName.apple), (removedGoogle, .google)] {
                 let grant = try #require(try await stack.queue.grant(id: removed.grant.id))
@@ -87,7 +94,7 @@ struct GrantValidationTests {
             }
             let recentGrant = try #require(try await stack.queue.grant(id: recent.grant.id))
             #expect(recentGrant.state == .held && recentGrant.validatedAt == nil, "held less than a day: not validated")
-            #expect(try await Self.record(stack, .apple, recent.sandbox).validations == 0)
+            #expect(try await Self.record(stack, .apple, recent.sandbox).validations == 1, "only when it was registered")
 
             // The dead grants keep no token; the validations are requests with their own trail and no event.
             let tokens = try await stack.database.client.query(
@@ -108,13 +115,13 @@ struct GrantValidationTests {
             // A day has not passed: a second run validates nothing again.
             let again = try await stack.drain()
             #expect(again.succeeded == 0)
-            #expect(try await Self.record(stack, .apple, live.sandbox).validations == 1)
+            #expect(try await Self.record(stack, .apple, live.sandbox).validations == 2)
             // Aged past a day once more, the live grant is validated once more.
             try await stack.database.client.query(
                 "UPDATE revoker.grants SET validated_at = validated_at - interval '25 hours' WHERE id = \(live.grant.id)"
             ).collect()
             #expect(try await stack.drain().succeeded == 1)
-            #expect(try await Self.record(stack, .apple, live.sandbox).validations == 2)
+            #expect(try await Self.record(stack, .apple, live.sandbox).validations == 3)
             try await stack.expectNoSecretsInAudit()
         }
     }
@@ -134,7 +141,7 @@ struct GrantValidationTests {
             #expect(done.outcome == .revoked)
             #expect(try await stack.queue.grant(id: held.grant.id)?.state == .revoked)
             let record = try await Self.record(stack, .apple, held.sandbox)
-            #expect(record.revocations == 1 && record.validations == 1, "proven and revoked by the deletion alone: \(record)")
+            #expect(record.revocations == 1 && record.validations == 2, "proven when registered and by the deletion, revoked once: \(record)")
             let trail = try await stack.audit().filter { $0.requestID == validation.id }.map(\.event)
             #expect(trail == ["enqueued", "cancelled"], "\(trail)")
         }

@@ -91,7 +91,7 @@ GRANT EXECUTE ON FUNCTION revoker.complete_deletion(uuid) TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.request_account_deletion(text, text[]) TO revoker_worker;
 -- Migration 0016: the service schedules the periodic validation of held grants.
 GRANT EXECUTE ON FUNCTION revoker.schedule_grant_validations(interval, integer, text) TO revoker_worker;
--- Migration 0024: workers fan large deletions out in batches; the event feed asks whether a
+-- Migration 0024: workers fan large deletions out in batches, and the event feed asks whether a
 -- deletion's trace may go with its events.
 GRANT EXECUTE ON FUNCTION revoker.fan_out_deletions(integer, text) TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.deletion_trace_shared(uuid) TO revoker_worker;

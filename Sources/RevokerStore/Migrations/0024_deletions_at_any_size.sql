@@ -49,43 +49,20 @@ BEGIN
     IF NOT FOUND OR p_limit < 1 THEN
         RETURN 0;
     END IF;
-    WITH due AS (
-        SELECT g.id, g.provider, g.client_id, g.account_reference, g.user_id, g.registered_digest, g.created_at
-        FROM revoker.grants g
-        WHERE g.deletion_id = p_deletion AND g.state = 'held'
-          AND NOT EXISTS (SELECT 1 FROM revoker.revocation_requests r WHERE r.id = g.revoke_request_id AND r.deletion_id = p_deletion)
-        ORDER BY g.created_at, g.id
-        LIMIT p_limit
-        FOR UPDATE OF g
-    ), requested AS (
-        INSERT INTO revoker.revocation_requests AS r
-            (provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
-             credential_digest, purpose, grant_id, deletion_id)
-        SELECT d.provider, d.client_id, d.account_reference, d.user_id, 'refresh_token', 'refresh_token',
-               d.registered_digest, 'revoke', d.id, p_deletion
-        FROM due d ORDER BY d.created_at, d.id
-        RETURNING r.id, r.provider, r.client_id, r.external_reference, r.apple_user_id, r.grant_id
-    ), moved AS (
-        UPDATE revoker.grants g
-        SET state = 'revoking', revoke_request_id = q.id, updated_at = now()
-        FROM requested q
-        WHERE g.id = q.grant_id
-    )
     INSERT INTO revoker.audit_events (request_id, client_id, external_reference, apple_user_id, event, attempt, actor, detail)
-    SELECT a.request_id, a.client_id, a.external_reference, a.apple_user_id, a.event, 0, p_actor, a.detail
-    FROM (
-        SELECT q.id AS request_id, q.client_id, q.external_reference, q.apple_user_id, 'enqueued' AS event,
-               'provider=' || q.provider || ' kind=refresh_token grant=' || q.grant_id::text || ' deletion=' || p_deletion::text AS detail,
-               q.grant_id AS grant_id, 0 AS step
-        FROM requested q
-        UNION ALL
-        SELECT p_deletion, q.client_id, q.external_reference, q.apple_user_id, 'deletion_grant',
-               'grant=' || q.grant_id::text || ' provider=' || q.provider || ' request=' || q.id::text, q.grant_id, 1
-        FROM requested q
-    ) a
-    ORDER BY a.grant_id, a.step;
+    SELECT p_deletion, q.client_id, q.account_reference, q.user_id, 'deletion_grant', 0, p_actor,
+           'grant=' || q.grant_id::text || ' provider=' || q.provider || ' request=' || q.request_id::text
+    FROM revoker.request_grant_revocations(
+        ARRAY(SELECT g.id FROM revoker.grants g
+              WHERE g.deletion_id = p_deletion AND g.state = 'held'
+                AND NOT EXISTS (SELECT 1 FROM revoker.revocation_requests r
+                                WHERE r.id = g.revoke_request_id AND r.deletion_id = p_deletion)
+              ORDER BY g.created_at, g.id
+              LIMIT p_limit
+              FOR UPDATE),
+        p_deletion, p_actor, 'deletion=' || p_deletion::text) AS q
+    ORDER BY q.grant_id;
     GET DIAGNOSTICS v_count = ROW_COUNT;
-    v_count := v_count / 2;
     IF v_count < p_limit THEN
         UPDATE revoker.account_deletions SET fanned_out = true WHERE id = p_deletion;
     END IF;

@@ -303,15 +303,7 @@ public struct RevocationPipeline: Sendable {
         ) {
         case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .revoke, &run)
         case .success(_, let latency):
-            run.events.append(
-                AuditEvent(
-                    .revoked,
-                    providerEndpoint: app.revokeEndpoint,
-                    httpStatus: 200,
-                    latency: latency,
-                    detail: "token_type_hint=\(kind.rawValue)"
-                )
-            )
+            run.events.append(Self.revoked(kind, at: app.revokeEndpoint, latency: latency))
             return try await finish(&run, .revoked)
         }
     }
@@ -411,13 +403,7 @@ public struct RevocationPipeline: Sendable {
         switch await call(provider, app.clientID, app.revokeEndpoint, ticket: run.takeTicket(), { try await app.revoke(token: token, kind: kind) }) {
         case .success(_, let latency):
             run.events.append(
-                AuditEvent(
-                    .revoked,
-                    providerEndpoint: app.revokeEndpoint,
-                    httpStatus: 200,
-                    latency: latency,
-                    detail: "token_type_hint=\(kind.rawValue); issued by this request's exchange and not kept: \(why)"
-                )
+                Self.revoked(kind, at: app.revokeEndpoint, latency: latency, why: "issued by this request's exchange and not kept: \(why)")
             )
             return nil
         case .failure(let failure, let latency) where failure.classification == .credentialRejected || failure.classification == .requestRejected:
@@ -460,6 +446,17 @@ public struct RevocationPipeline: Sendable {
         }
         run.events = []
         return .retryScheduled(delay)
+    }
+
+    /// The `revoked` row of a revoke the provider answered 200.
+    static func revoked(_ kind: GrantTokenKind, at endpoint: String, latency: Duration, why: String? = nil) -> AuditEvent {
+        AuditEvent(
+            .revoked,
+            providerEndpoint: endpoint,
+            httpStatus: 200,
+            latency: latency,
+            detail: "token_type_hint=\(kind.rawValue)" + (why.map { "; " + $0 } ?? "")
+        )
     }
 
     static func providerError(_ failure: ProviderFailure, latency: Duration?) -> AuditEvent {
