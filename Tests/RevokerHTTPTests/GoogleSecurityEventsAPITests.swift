@@ -223,6 +223,51 @@ struct GoogleSecurityEventsAPITests {
         }
     }
 
+    /// Google rotates the key that signs its security events and retires the old one at once:
+    /// events under the new key, amid a flood of made-up `kid`s (eight at once, as many as the
+    /// sandbox's client sends together), wait for the next fetch allowed and are accepted; the
+    /// flood makes at most one fetch per interval.
+    @Test func eventsSignedWithAKeyGoogleRotatedToAfterTheCacheFilledAreAcceptedAmidAFlood() async throws {
+        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+            let url = api.baseURL + "/v1/google/risc"
+            let google = api.stack.sandbox.google
+            #expect(try await google.sendSecurityEvent(.init(url: url, audience: Self.web, subject: "u-0", type: "sessions-revoked")).status == 202)
+            let before = try await Self.keyFetches(api).certs.values.reduce(0, +)
+            _ = try await google.rotateKeys(retire: true)
+            let started = ContinuousClock.now
+            let (genuine, forged) = try await withThrowingTaskGroup(of: (Bool, Int).self) { group in
+                for index in 1...3 {
+                    group.addTask {
+                        (
+                            true,
+                            try await google.sendSecurityEvent(.init(url: url, audience: Self.web, subject: "r-\(index)", type: "sessions-revoked"))
+                                .status
+                        )
+                    }
+                }
+                for index in 0..<5 {
+                    group.addTask {
+                        let event = GoogleSandboxAdmin.SecurityEvent(
+                            url: url,
+                            audience: Self.web,
+                            subject: "f-\(index)",
+                            type: "sessions-revoked",
+                            variant: .unknownKey
+                        )
+                        return (false, try await google.sendSecurityEvent(event).status)
+                    }
+                }
+                return try await group.reduce(into: ([Int](), [Int]())) { $1.0 ? $0.0.append($1.1) : $0.1.append($1.1) }
+            }
+            #expect(genuine == [202, 202, 202], "every genuine event is accepted")
+            #expect(forged.allSatisfy { $0 == 400 }, "\(forged)")
+            #expect(try await Self.storedEvents(api) == 4)
+            let intervals = Int((ContinuousClock.now - started) / RS256KeySet.defaultUnknownKeyInterval)
+            let made = try await Self.keyFetches(api).certs.values.reduce(0, +) - before
+            #expect((1...(1 + intervals)).contains(made), "\(made) fetches over \(intervals + 1) intervals")
+        }
+    }
+
     @Test func whileGooglesKeysFailAFloodOfEventsMakesOneFetch() async throws {
         try await APIHarness.with(googleClientIDs: [Self.web]) { api in
             try await api.stack.sandbox.google.setKeyFaults(.init(internalErrorRate: 1))
