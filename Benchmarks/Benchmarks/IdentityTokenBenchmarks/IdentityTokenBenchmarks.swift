@@ -30,7 +30,7 @@ let benchmarks: @Sendable () -> Void = {
     // The layer under it, which takes its keys from a closure: signature only, no claim checks.
     Benchmark("RS256KeySet.verify (signature only)") { (benchmark: Benchmark, fixture: KeySetFixture) in
         for _ in benchmark.scaledIterations {
-            blackHole(try await fixture.keySet.verify(fixture.token, as: AppleIdentityClaims.self))
+            blackHole(try await fixture.keySet.verify(fixture.token, as: AppleIdentityClaims.self, from: .providerAnswer))
         }
     } setup: {
         try await KeySetFixture()
@@ -140,7 +140,7 @@ struct KeySetFixture: Sendable {
         let jwks = try JSONDecoder().decode(JWKS.self, from: signed.jwksJSON)
         keySet = RS256KeySet { (jwks, nil) }
         token = signed.token
-        _ = try await keySet.verify(token, as: AppleIdentityClaims.self)
+        _ = try await keySet.verify(token, as: AppleIdentityClaims.self, from: .providerAnswer)
     }
 }
 
