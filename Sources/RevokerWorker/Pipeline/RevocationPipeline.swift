@@ -209,23 +209,15 @@ public struct RevocationPipeline: Sendable {
                 run.events.append(AuditEvent(.tokenExchanged, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
             }
             if case .unavailable(let failure) = proof.identity, let refreshToken = proof.refreshToken {
-                // Whose grant it is cannot be checked yet: the refresh token is kept as the
-                // request's credential, and the next attempt proves it for a fresh identity token.
-                let (lease, events) = (
-                    run.lease,
-                    run.events + [
-                        AuditEvent(
-                            .note,
-                            detail:
-                                "identity token not checked yet (\(failure.error ?? "keys_unavailable")); the refresh token is kept and proved next"
-                        )
-                    ]
+                // Whose grant it is cannot be checked yet: the next attempt proves the refresh token
+                // for a fresh identity token.
+                run.events.append(
+                    AuditEvent(
+                        .note,
+                        detail: "identity token not checked yet (\(failure.error ?? "keys_unavailable")); the refresh token is proved next"
+                    )
                 )
-                let stored = try await store {
-                    try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
-                }
-                run.events = []
-                guard stored else { return await revokeAfterLosingLease(refreshToken, app, &run) }
+                if let lost = try await keep(refreshToken, app, &run) { return lost }
                 return try await checkLater(failure, &run)
             }
             let issued = proof
@@ -246,12 +238,7 @@ public struct RevocationPipeline: Sendable {
             }
             if let refreshToken = proof.refreshToken {
                 // Stored before the revoke: a retry must never re-send the spent code.
-                let (lease, events) = (run.lease, run.events)
-                let stored = try await store {
-                    try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
-                }
-                run.events = []
-                guard stored else { return await revokeAfterLosingLease(refreshToken, app, &run) }
+                if let lost = try await keep(refreshToken, app, &run) { return lost }
                 token = refreshToken
             } else if let accessToken = proof.accessToken {
                 token = accessToken
@@ -308,171 +295,12 @@ public struct RevocationPipeline: Sendable {
         }
     }
 
-    /// Acts on what the identity token said: when the request names a user, a grant of anyone
-    /// else is refused, and what `issued` holds (tokens this request's own exchange brought to
-    /// life) is revoked rather than dropped. Returns a disposition when the request ends here.
-    private func checkIdentity(
-        _ identity: IdentityCheck,
-        _ run: inout Run,
-        issued: GrantProof?,
-        app: any ProviderApp,
-        provider: ProviderName
-    ) async throws -> Disposition? {
-        let request = run.request
-        // A held grant is revoked with its account whoever its token turns out to name: its user
-        // was only as sure as its registration, and a grant left alive outlives the account.
-        let revokingHeldGrant = request.purpose == .revoke && request.grantID != nil
-        let expected = revokingHeldGrant ? nil : request.userID
-        let subject: String
-        switch identity {
-        case .absent where request.purpose == .hold, .unverifiable where request.purpose == .hold:
-            // Taken in all the same (custody must not drop a live grant), its user left as
-            // registered: unproven, so no message naming that user erases it unheard.
-            run.events.append(AuditEvent(.note, detail: "the provider's answer proved no user; held with its user as registered (unproven)"))
-            return nil
-        case .absent:
-            guard expected != nil else { return nil }
-            if let retry = try await discard(issued, app, provider, &run, why: "no identity token to check the user") { return retry }
-            return try await finish(
-                &run,
-                .rejected,
-                error: ErrorDetail(code: "id_token_missing", description: "the provider sent no identity token to check the user against")
-            )
-        case .unverifiable(let code):
-            guard expected != nil else {
-                run.events.append(AuditEvent(.note, detail: "identity token not verified (\(code)); no user id to check"))
-                return nil
-            }
-            if let retry = try await discard(issued, app, provider, &run, why: "its identity token did not verify") { return retry }
-            return try await finish(&run, .rejected, error: ErrorDetail(code: code, description: "the identity token could not be verified"))
-        case .unavailable(let failure):
-            // Only an access token came with it (nothing to prove later): as unverifiable.
-            let code = failure.error ?? "keys_unavailable"
-            guard expected != nil else {
-                run.events.append(AuditEvent(.note, detail: "identity token not checked (\(code)); no user id to check"))
-                return nil
-            }
-            if let retry = try await discard(issued, app, provider, &run, why: "its identity token could not be checked") { return retry }
-            return try await finish(&run, .rejected, error: ErrorDetail(code: code, description: "the identity token could not be checked"))
-        case .verified(let verified):
-            subject = verified
-            run.verifiedSubject = verified
-        }
-        if revokingHeldGrant, let stated = request.userID, subject != stated {
-            run.events.append(
-                AuditEvent(.note, detail: "the held grant's token names another user than it was registered under; revoked with its account")
-            )
-        }
-        if let expected, subject != expected {
-            run.events.append(AuditEvent(.idTokenMismatch, detail: "the grant belongs to another user than the request names"))
-            run.logger.warning("The grant belongs to another user than the request names; not revoking it as theirs")
-            if let retry = try await discard(issued, app, provider, &run, why: "it is another user's grant") { return retry }
-            return try await finish(
-                &run,
-                .subjectMismatch,
-                error: ErrorDetail(code: "subject_mismatch", description: "the identity token's sub differs from the request's user id")
-            )
-        }
-        run.events.append(AuditEvent(.idTokenVerified, detail: expected == nil ? "sub not compared (none given)" : "sub matches"))
-        return nil
-    }
-
     enum Step {
         case exchange, validate, revoke
     }
 
-    /// Revokes what this request's own exchange brought to life and Revoker does not keep (a grant
-    /// of another user, or one without a refresh token to hold): dropped, it would be a live grant
-    /// nobody can revoke. Returns a disposition when the request cannot end yet (the revoke is retried).
-    private func discard(
-        _ issued: GrantProof?,
-        _ app: any ProviderApp,
-        _ provider: ProviderName,
-        _ run: inout Run,
-        why: String
-    ) async throws -> Disposition? {
-        let token: String
-        let kind: GrantTokenKind
-        if let refreshToken = issued?.refreshToken {
-            (token, kind) = (refreshToken, .refreshToken)
-        } else if let accessToken = issued?.accessToken {
-            (token, kind) = (accessToken, .accessToken)
-        } else {
-            return nil
-        }
-        switch await call(provider, app.clientID, app.revokeEndpoint, ticket: run.takeTicket(), { try await app.revoke(token: token, kind: kind) }) {
-        case .success(_, let latency):
-            run.events.append(
-                Self.revoked(kind, at: app.revokeEndpoint, latency: latency, why: "issued by this request's exchange and not kept: \(why)")
-            )
-            return nil
-        case .failure(let failure, let latency) where failure.classification == .credentialRejected || failure.classification == .requestRejected:
-            // Already dead, or refused for good: nothing a retry would change.
-            run.events.append(Self.providerError(failure, latency: latency))
-            return nil
-        case .failure(let failure, let latency):
-            if kind == .refreshToken, run.claimed.credential.kind == .authorizationCode {
-                // Kept as the request's credential, so that the next attempt revokes it.
-                let (lease, events) = (run.lease, run.events)
-                guard
-                    try await store({ try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: token), events: events) }
-                    )
-                else { return await revokeAfterLosingLease(token, app, &run) }
-                run.events = []
-            }
-            return try await handle(failure, latency: latency, step: .revoke, &run)
-        }
-    }
-
-    /// The lease was lost while this attempt held a refresh token its exchange brought to life
-    /// and could not record: the other worker holds only the spent code, so it is revoked here.
-    private func revokeAfterLosingLease(_ refreshToken: String, _ app: any ProviderApp, _ run: inout Run) async -> Disposition {
-        _ = try? await app.revoke(token: refreshToken, kind: .refreshToken)
-        run.logger.warning("Lease lost after exchanging a code; revoked the new refresh token without recording it")
-        return .leaseLost
-    }
-
-    /// Whose grant it is could not be checked (the provider's keys could not be had, or do not
-    /// list the identity token's key yet): the request waits and asks again, its attempt not
-    /// counted, since a live grant must never end on the provider's own inconsistency.
-    private func checkLater(_ failure: ProviderFailure, _ run: inout Run) async throws -> Disposition {
-        run.events.append(Self.providerError(failure, latency: nil))
-        let backoff = max(failure.retryAfter ?? .zero, retryPolicy.delay(afterAttempt: run.request.attempts, retryAfter: nil))
-        let delay = run.request.purpose == .hold ? min(backoff, Self.longestHoldRetry) : backoff
-        let error = ErrorDetail(code: failure.error ?? "keys_unavailable", description: failure.detail)
-        let (lease, events) = (run.lease, run.events)
-        guard try await store({ try await queue.retry(lease, after: delay, error: error, countsAttempt: false, events: events) }) else {
-            return .leaseLost
-        }
-        run.events = []
-        return .retryScheduled(delay)
-    }
-
-    /// The `revoked` row of a revoke the provider answered 200.
-    static func revoked(_ kind: GrantTokenKind, at endpoint: String, latency: Duration, why: String? = nil) -> AuditEvent {
-        AuditEvent(
-            .revoked,
-            providerEndpoint: endpoint,
-            httpStatus: 200,
-            latency: latency,
-            detail: "token_type_hint=\(kind.rawValue)" + (why.map { "; " + $0 } ?? "")
-        )
-    }
-
-    static func providerError(_ failure: ProviderFailure, latency: Duration?) -> AuditEvent {
-        AuditEvent(
-            .providerError,
-            providerEndpoint: failure.endpoint,
-            httpStatus: failure.httpStatus,
-            providerError: failure.error,
-            providerErrorDescription: failure.errorDescription,
-            latency: latency,
-            detail: failure.detail
-        )
-    }
-
     /// Acts on the provider's refusal or a failed call: final, paused, or retried.
-    private func handle(_ failure: ProviderFailure, latency: Duration?, step: Step, _ run: inout Run) async throws -> Disposition {
+    func handle(_ failure: ProviderFailure, latency: Duration?, step: Step, _ run: inout Run) async throws -> Disposition {
         run.events.append(Self.providerError(failure, latency: latency))
         let error = ErrorDetail(code: failure.error ?? failure.classification.rawValue, description: failure.errorDescription ?? failure.detail)
         switch failure.classification {
@@ -565,7 +393,7 @@ public struct RevocationPipeline: Sendable {
         return applied ? .finished(.held) : .leaseLost
     }
 
-    private func finish(_ run: inout Run, _ outcome: RevocationOutcome, error: ErrorDetail? = nil) async throws -> Disposition {
+    func finish(_ run: inout Run, _ outcome: RevocationOutcome, error: ErrorDetail? = nil) async throws -> Disposition {
         let (lease, events) = (run.lease, run.events)
         let applied = try await store { try await queue.finish(lease, state: outcome.state, outcome: outcome, error: error, events: events) }
         run.events = []

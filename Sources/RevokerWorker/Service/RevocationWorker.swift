@@ -118,6 +118,7 @@ public struct RevocationWorker: Service {
     private func claimLoop(work: inout DiscardingTaskGroup, signals: AsyncStream<Void>, signal: AsyncStream<Void>.Continuation) async {
         var wakeUps = signals.makeAsyncIterator()
         var failures = 0
+        var nextFanOut = ContinuousClock.now
         // A cron run validates what is due when it starts, and drains those validations too.
         if case .drain = mode { await scheduleGrantValidations() }
         while !state.isStopping {
@@ -130,8 +131,12 @@ public struct RevocationWorker: Service {
             // The batch's span, which its attempts link to: recorded only when it claimed something,
             // so that an idle worker's polls make no spans.
             var claim: ServiceContext?
+            // Large deletions' next batch, while there is more to make; else once a poll interval,
+            // so that a busy claim loop does not pay a query for nothing at every turn.
+            if free > 0, ContinuousClock.now >= nextFanOut {
+                nextFanOut = await fanOutDeletions() > 0 ? .now : .now + settings.pollInterval
+            }
             if free > 0 {
-                await fanOutDeletions()
                 do {
                     let (batch, lease, owner, queue) = (min(free, settings.batchSize), settings.lease, owner, queue)
                     let started = DefaultTracerClock.now
@@ -185,13 +190,16 @@ public struct RevocationWorker: Service {
 
     /// Makes the next batch of revocation requests for large deletions, ahead of the claim that
     /// takes them; a failure is left to the next turn of the loop.
-    private func fanOutDeletions() async {
+    /// Returns how many requests it made.
+    private func fanOutDeletions() async -> Int {
         let (queue, owner) = (queue, owner)
         do {
             let made = try await withDeadline(settings.databaseTimeout) { try await queue.fanOutDeletions(actor: owner) }
             if made > 0 { logger.debug("Asked for the revocation of a deletion's grants", metadata: ["revoker.requests": "\(made)"]) }
+            return made
         } catch {
             logger.warning("Cannot fan out deletions", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
+            return 0
         }
     }
 
