@@ -170,6 +170,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            exclude: ["Schema"],
             resources: [.embedInCode("Migrations")],
             swiftSettings: swiftSettings
         ),

@@ -8,15 +8,19 @@ import RevokerProvider
 /// authentication. Google is answered 202 once the event is stored; a token that does not
 /// verify is 400 with RFC 8935's `{"err", "description"}`, repeating nothing of the token.
 public struct GoogleSecurityEventInbox: ProviderInbox {
-    /// Where the store keeps them: `revoker.google_security_events`.
-    public static let table = ProviderMessageTable(
+    /// How the store records them (the audit kind they had before there was one for all).
+    public static let source = ProviderMessageSource(
         provider: .google,
-        name: "google_security_events",
-        userColumn: "google_user_id",
         auditEvent: "google_security_event",
         actor: "google:risc",
-        sender: "Google"
+        sender: "Google",
+        eventTypes: GoogleSecurityEvent.Kind.allCases.map(Self.eventType)
     )
+
+    /// The app backend's event for a type Google documents: `google.tokens_revoked`, ….
+    static func eventType(_ kind: GoogleSecurityEvent.Kind) -> String {
+        "google." + kind.rawValue.replacingOccurrences(of: "-", with: "_")
+    }
 
     /// Verifies them; nil when no Google app is configured.
     let verifier: GoogleSecurityEventVerifier?
@@ -29,7 +33,7 @@ public struct GoogleSecurityEventInbox: ProviderInbox {
     /// Security event tokens are a few kilobytes.
     public var maximumBodyBytes: Int { 16 * 1024 }
     public var metricLabel: String { "revoker_google_security_events_total" }
-    public var table: ProviderMessageTable { Self.table }
+    public var source: ProviderMessageSource { Self.source }
     public var closedReason: String? {
         verifier == nil ? "Google's security events are not received here: no Google app is configured." : nil
     }
@@ -48,11 +52,14 @@ public struct GoogleSecurityEventInbox: ProviderInbox {
             clientID: event.clientID,
             type: event.type,
             userID: event.googleUserID,
-            endsGrants: event.kind?.endsGrants ?? false,
+            // A token's hash names no user: there is nothing of the user's to end.
+            endsGrants: event.googleUserID != nil && event.kind?.endsGrants == true,
+            endsAccount: event.googleUserID != nil && event.kind == .accountPurged,
+            eventType: event.kind.map(Self.eventType),
             issuedAt: event.issuedAt,
             issuer: event.issuer,
             keyID: event.keyID,
-            columns: [
+            details: [
                 .init("audience", .text(event.audience)),
                 .init("type_uri", .text(event.typeURI)),
                 .init("reason", .text(event.reason)),

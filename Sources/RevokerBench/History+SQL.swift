@@ -189,11 +189,14 @@ extension HistoryGenerator {
             ORDER BY q.finished_at;
 
             -- Notifications the providers sent that day about users Revoker does not hold.
-            INSERT INTO revoker.apple_notifications
-                (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, issuer, key_id, had_email, received_at)
-            SELECT v_jti || n, p_apps[1 + n % 3], t, t, lpad((p_first + n)::text, 6, '0') || '.elsewhere',
-                   v_start + n * v_span / (p_notifications + 1), v_start + n * v_span / (p_notifications + 1),
-                   'https://appleid.apple.com', 'history-key', true, v_start + n * v_span / (p_notifications + 1) + interval '200 ms'
+            INSERT INTO revoker.provider_messages
+                (provider, message_id, client_id, type, user_id, ends_grants, event_type, event_time, issued_at, issuer, key_id,
+                 details, received_at)
+            SELECT 'apple', v_jti || n, p_apps[1 + n % 3], t, lpad((p_first + n)::text, 6, '0') || '.elsewhere', false,
+                   'apple.' || replace(t, '-', '_'), v_start + n * v_span / (p_notifications + 1),
+                   v_start + n * v_span / (p_notifications + 1), 'https://appleid.apple.com', 'history-key',
+                   jsonb_build_object('type_as_sent', t, 'had_email', true),
+                   v_start + n * v_span / (p_notifications + 1) + interval '200 ms'
             FROM generate_series(1, p_notifications) AS n, LATERAL (SELECT CASE WHEN n % 2 = 0 THEN 'email-disabled' ELSE 'email-enabled' END AS t) AS x;
 
             PERFORM set_config('session_replication_role', 'origin', true);
@@ -222,9 +225,9 @@ extension HistoryGenerator {
                        s.step
                 FROM h_grants g JOIN revoker_history.steps s ON s.outcome = 'held'
                 UNION ALL
-                SELECT n.received_at, NULL, n.client_id, NULL, n.apple_user_id, 'apple_notification', NULL, 'apple', NULL, NULL, NULL,
+                SELECT n.received_at, NULL, n.client_id, NULL, n.user_id, 'apple_notification', NULL, 'apple', NULL, NULL, NULL,
                        NULL, NULL, 'type=' || n.type, 0
-                FROM revoker.apple_notifications n WHERE n.jti LIKE v_jti || '%'
+                FROM revoker.provider_messages n WHERE n.provider = 'apple' AND n.message_id LIKE v_jti || '%'
             ) AS e
             ORDER BY at, request_id, step;
             GET DIAGNOSTICS v_rows = ROW_COUNT;

@@ -148,9 +148,10 @@ public enum AuditArchive {
         }
         result.problems += state.finish()
         (result.rows, result.chains, result.checkpoints) = (state.rowCount, state.lastInChain.count, state.checkpoints.count)
-        result.extent = state.tally.extent(chains: state.lastInChain.count)
+        let extent = state.tally.extent(chains: state.lastInChain.count)
+        result.extent = extent
         if result.format == format, state.ended != nil {
-            result.problems += extentProblems(state.signedExtent, found: result.extent!, keys: keys)
+            result.problems += extentProblems(state.signedExtent, found: extent, keys: keys)
         }
         if result.before == nil { result.problems.insert("the file has no header: it is not an audit archive", at: 0) }
         return result
@@ -247,8 +248,9 @@ public enum AuditArchive {
         var slices: AuditCheckpointSlices {
             mutating get {
                 if let built, built.to.count == checkpoints.count { return built }
-                built = AuditCheckpointSlices(checkpoints)
-                return built!
+                let slices = AuditCheckpointSlices(checkpoints)
+                built = slices
+                return slices
             }
         }
         /// Per checkpoint index: the leaves not in the file, ascending by id, and how many are used.

@@ -118,6 +118,7 @@ public struct RevokerAPI: Sendable {
             keys: keys,
             auditKeys: auditKeys,
             auditSigner: auditSigner,
+            eventKinds: AuditEventKind.known(adding: inboxes.map(\.source.auditEvent)),
             store: store,
             logger: logger
         )

@@ -21,15 +21,17 @@ struct EventsCommandTests {
                     type: "email-disabled",
                     userID: "000123.cli",
                     endsGrants: false,
+                    eventType: "apple.email_disabled",
+                    eventTime: now,
                     issuedAt: now,
                     issuer: "https://appleid.apple.com",
                     keyID: "test",
-                    columns: [
-                        .init("type_as_sent", .text("email-disabled")), .init("event_time", .time(now)), .init("expires_at", .time(nil)),
+                    details: [
+                        .init("type_as_sent", .text("email-disabled")), .init("expires_at", .time(nil)),
                         .init("had_email", .flag(false)), .init("is_private_email", .flag(nil)),
                     ]
                 ),
-                into: AppleNotificationInbox.table
+                from: AppleNotificationInbox.source
             )
             #expect(receipt == .accepted(endedRequests: 0))
 

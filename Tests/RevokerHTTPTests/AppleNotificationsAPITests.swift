@@ -40,7 +40,7 @@ struct AppleNotificationsAPITests {
     }
 
     static func storedNotifications(_ api: APIHarness) async throws -> Int {
-        try await ProviderMessages(client: api.stack.database.client, logger: api.stack.logger).count(in: AppleNotificationInbox.table)
+        try await ProviderMessages(client: api.stack.database.client, logger: api.stack.logger).count(from: .apple)
     }
 
     /// The whole event feed as the backend reads it, once it holds `count` events: an event shows

@@ -18,7 +18,7 @@ struct GoogleSecurityEventsAPITests {
     static let web = "1000-notes.apps.googleusercontent.com"
 
     static func storedEvents(_ api: APIHarness) async throws -> Int {
-        try await ProviderMessages(client: api.stack.database.client, logger: api.stack.logger).count(in: GoogleSecurityEventInbox.table)
+        try await ProviderMessages(client: api.stack.database.client, logger: api.stack.logger).count(from: .google)
     }
 
     @Test func tokensRevokedEndsTheUsersLiveGoogleRequestsOnceAndEveryEventReachesTheFeed() async throws {

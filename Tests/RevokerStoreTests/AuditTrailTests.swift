@@ -162,10 +162,10 @@ struct AuditTrailTests {
                 // which the service's role could not do itself.
                 try await connection.query(
                     """
-                    INSERT INTO revoker.apple_notifications
-                        (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, issuer, key_id, had_email)
-                    VALUES ('jti-roles', 'com.example.app', 'email-enabled', 'email-enabled', 'u1', now(), now(),
-                            'https://appleid.apple.com', 'k1', false)
+                    INSERT INTO revoker.provider_messages
+                        (provider, message_id, client_id, type, user_id, ends_grants, event_type, event_time, issued_at, issuer, key_id)
+                    VALUES ('apple', 'jti-roles', 'com.example.app', 'email-enabled', 'u1', false, 'apple.email_enabled', now(), now(),
+                            'https://appleid.apple.com', 'k1')
                     """,
                     logger: logger
                 )
@@ -176,7 +176,7 @@ struct AuditTrailTests {
                     )
                 }
                 await #expect(throws: (any Error).self) {
-                    try await connection.query("DELETE FROM revoker.apple_notifications", logger: logger)
+                    try await connection.query("DELETE FROM revoker.provider_messages", logger: logger)
                 }
                 // Retention deletes from the outbox through its function only (nothing here is old).
                 await #expect(throws: (any Error).self) {
@@ -187,14 +187,13 @@ struct AuditTrailTests {
                     logger: logger
                 ).collect()
                 #expect(try pruned.first?.decode(Int.self) == 0)
-                // Google's security events are appended as Apple's notifications are.
+                // Another provider's message of the same id is its own.
                 try await connection.query(
                     """
-                    INSERT INTO revoker.google_security_events
-                        (jti, client_id, audience, type, type_uri, google_user_id, issued_at, issuer, key_id)
-                    VALUES ('jti-roles', 'com.example.app', 'com.example.app', 'sessions-revoked',
-                            'https://schemas.openid.net/secevent/risc/event-type/sessions-revoked', 'g1', now(),
-                            'https://accounts.google.com/', 'k1')
+                    INSERT INTO revoker.provider_messages
+                        (provider, message_id, client_id, type, user_id, ends_grants, event_type, issued_at, issuer, key_id, details)
+                    VALUES ('google', 'jti-roles', 'com.example.app', 'sessions-revoked', 'g1', false, 'google.sessions_revoked', now(),
+                            'https://accounts.google.com/', 'k1', '{"audience": "com.example.app"}')
                     """,
                     logger: logger
                 )

@@ -67,6 +67,22 @@ struct MigrationTests {
         }
     }
 
+    /// `Sources/RevokerStore/Schema/schema.sql` is what the migrations make: a migration that
+    /// changes the schema comes with the file `scripts/schema` rewrites.
+    @Test func theSchemaFileIsWhatTheMigrationsMake() async throws {
+        try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
+            // The script makes a database of its own on this server, and drops it.
+            let environment = ProcessInfo.processInfo.environment.merging(["DATABASE_URL": db.url]) { $1 }
+            let (status, output) = try ChildProcess.runBlocking(
+                PrivatePostgres.packageRoot.appendingPathComponent("scripts/schema").path,
+                ["--check"],
+                environment: environment,
+                workingDirectory: PrivatePostgres.packageRoot.path
+            )
+            #expect(status == 0, "\(output.suffix(4000))")
+        }
+    }
+
     @Test func refusesChangedChecksum() async throws {
         try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
             try await Migrator(client: db.client, logger: Logger(label: "t")).migrate()

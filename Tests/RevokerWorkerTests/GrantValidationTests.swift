@@ -154,10 +154,11 @@ struct GrantValidationTests {
         try await RevokerTestStack.with(settings: Self.daily) { stack in
             try await stack.database.client.query(
                 """
-                INSERT INTO revoker.apple_notifications
-                    (jti, client_id, type, type_as_sent, apple_user_id, event_time, issued_at, issuer, key_id, had_email, received_at)
-                VALUES ('old-deletion', \(Self.notes), 'account-delete', 'account-delete', '000.returning',
-                        now() - interval '40 days', now() - interval '40 days', 'https://appleid.apple.com', 'k', false,
+                INSERT INTO revoker.provider_messages
+                    (provider, message_id, client_id, type, user_id, ends_grants, ends_account, event_type, event_time, issued_at,
+                     issuer, key_id, received_at)
+                VALUES ('apple', 'old-deletion', \(Self.notes), 'account-delete', '000.returning', true, true, 'apple.account_deleted',
+                        now() - interval '40 days', now() - interval '40 days', 'https://appleid.apple.com', 'k',
                         now() - interval '40 days')
                 """
             ).collect()

@@ -54,10 +54,13 @@ GRANT USAGE ON SEQUENCE revoker.audit_events_id_seq TO revoker_worker;
 GRANT SELECT, INSERT, DELETE ON revoker.apps TO revoker_worker;
 GRANT SELECT, INSERT, UPDATE ON revoker.intake_keys TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.enqueue_revocation(text, text, text, text, text, text, integer) TO revoker_worker;
--- Migration 0004: Apple's notifications are appended, the outbox is read.
-GRANT SELECT, INSERT ON revoker.apple_notifications TO revoker_worker;
-GRANT USAGE ON SEQUENCE revoker.apple_notifications_id_seq TO revoker_worker;
+-- Migration 0004: the outbox is read.
 GRANT SELECT ON revoker.outbox_events, revoker.events TO revoker_worker;
+-- Migration 0026: every provider's messages are appended to one table (the two before it are
+-- views of it now, readable by the names they had).
+GRANT SELECT, INSERT ON revoker.provider_messages TO revoker_worker;
+GRANT USAGE ON SEQUENCE revoker.provider_messages_id_seq TO revoker_worker;
+GRANT SELECT ON revoker.apple_notifications, revoker.google_security_events TO revoker_worker;
 -- Migration 0005: the workers keep each webhook endpoint's place in the feed, and `revoker prune`
 -- deletes old events every endpoint has received, through the function only.
 GRANT SELECT, INSERT, UPDATE ON revoker.webhook_deliveries TO revoker_worker;
@@ -75,9 +78,6 @@ GRANT EXECUTE ON FUNCTION revoker.audit_advance_heads() TO revoker_worker;
 GRANT EXECUTE ON FUNCTION revoker.audit_ensure_partitions() TO revoker_worker;
 -- Migration 0008: the compliance pages keep their sessions (hashed tokens) in the database.
 GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.ui_sessions TO revoker_worker;
--- Migration 0010: Google's security events are appended.
-GRANT SELECT, INSERT ON revoker.google_security_events TO revoker_worker;
-GRANT USAGE ON SEQUENCE revoker.google_security_events_id_seq TO revoker_worker;
 -- Migration 0011: each worker registers itself beside its liveness lock, and rescuers mark and forget dead ones.
 GRANT SELECT, INSERT, UPDATE, DELETE ON revoker.workers TO revoker_worker;
 -- Migration 0014: the service holds grants in custody (sealed tokens) and registers them.
@@ -115,7 +115,7 @@ GRANT EXECUTE ON FUNCTION revoker.request_account_deletion(text, text[]) TO revo
 GRANT SELECT ON revoker.deletion_states TO revoker_enqueuer;
 
 -- Auditor
-GRANT SELECT ON revoker.audit_events, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
+GRANT SELECT ON revoker.audit_events, revoker.provider_messages, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_checkpoints TO revoker_auditor;
 GRANT SELECT ON revoker.audit_archives, revoker.audit_archived_checkpoints, revoker.audit_archived_requests TO revoker_auditor;
 -- `revoker audit verify` refuses to judge a trail whose schema this build does not know.

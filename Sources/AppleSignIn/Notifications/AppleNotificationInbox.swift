@@ -8,15 +8,20 @@ import RevokerProvider
 /// authentication. Apple is answered 200 once the notification is stored; a refusal is the
 /// API's own problem naming the field, as Apple never retries one anyway.
 public struct AppleNotificationInbox: ProviderInbox {
-    /// Where the store keeps them: `revoker.apple_notifications`.
-    public static let table = ProviderMessageTable(
+    /// How the store records them (the audit kind they had before there was one for all).
+    public static let source = ProviderMessageSource(
         provider: .apple,
-        name: "apple_notifications",
-        userColumn: "apple_user_id",
         auditEvent: "apple_notification",
         actor: "apple:notification",
-        sender: "Apple"
+        sender: "Apple",
+        eventTypes: AppleNotificationType.known.map(Self.eventType)
     )
+
+    /// The app backend's event for a type Apple documents: `apple.consent_revoked`,
+    /// `apple.account_deleted`, `apple.email_disabled`, `apple.email_enabled`.
+    static func eventType(_ type: AppleNotificationType) -> String {
+        type == .accountDeleted ? "apple.account_deleted" : "apple." + type.rawValue.replacingOccurrences(of: "-", with: "_")
+    }
 
     /// Verifies them; nil when they are not received (switched off, or no Apple app).
     let verifier: AppleNotificationVerifier?
@@ -29,7 +34,7 @@ public struct AppleNotificationInbox: ProviderInbox {
     /// Apple's bodies are a few kilobytes.
     public var maximumBodyBytes: Int { 16 * 1024 }
     public var metricLabel: String { "revoker_apple_notifications_total" }
-    public var table: ProviderMessageTable { Self.table }
+    public var source: ProviderMessageSource { Self.source }
     public var closedReason: String? { verifier == nil ? "Apple's notifications are not received here." : nil }
 
     public func receive(_ body: [UInt8], clientID: String?) async throws -> ProviderMessage {
@@ -59,14 +64,16 @@ public struct AppleNotificationInbox: ProviderInbox {
             type: notification.type.rawValue,
             userID: notification.userID,
             endsGrants: notification.type.endsGrants,
+            endsAccount: notification.type == .accountDeleted,
+            eventType: AppleNotificationType.known.contains(notification.type) ? Self.eventType(notification.type) : nil,
+            eventTime: notification.eventTime,
             issuedAt: notification.issuedAt,
             issuer: notification.issuer,
             keyID: notification.keyID,
             // The email address Apple may include is not kept (the table is append-only and
             // cannot forget it), only whether one came.
-            columns: [
+            details: [
                 .init("type_as_sent", .text(notification.typeAsSent)),
-                .init("event_time", .time(notification.eventTime)),
                 .init("expires_at", .time(notification.expires)),
                 .init("had_email", .flag(notification.email != nil)),
                 .init("is_private_email", .flag(notification.isPrivateEmail)),

@@ -1,10 +1,16 @@
 import AppleSignIn
 import GoogleSignIn
 import RevokerProvider
+import RevokerStore
 
 extension RevokerConfiguration {
     /// Every provider this build serves: one line per provider.
     public static let plugins: [RegisteredProvider] = [.init(ApplePlugin.self), .init(GooglePlugin.self)]
+}
+
+extension AuditEventKind {
+    /// The store's kinds and those every registered provider names for its messages.
+    public static let everyKnown = known(adding: RevokerConfiguration.plugins.flatMap { $0.closedInboxes.map(\.source.auditEvent) })
 }
 
 /// A provider plug-in as the assembly holds it, before its settings are read.

@@ -18,6 +18,8 @@ struct AuditController {
     let auditKeys: [AuditPublicKey]
     /// Signs receipts (and the checkpoints they need); without it there are none.
     let auditSigner: AuditSigner?
+    /// The kinds `?event=` may name: the store's and the providers' messages'.
+    let eventKinds: [AuditEventKind]
     let verifications = AuditVerificationGate()
     let store: DatabaseDeadline
     let logger: Logger
@@ -41,8 +43,8 @@ struct AuditController {
         )
         var events: [AuditEventKind]?
         if let name = query.values["event"] {
-            guard let kind = AuditEventKind(rawValue: name) else {
-                throw APIProblem.badRequest("Unknown event; known: \(AuditEventKind.all.map(\.rawValue).joined(separator: ", ")).", field: "event")
+            guard let kind = eventKinds.first(where: { $0.rawValue == name }) else {
+                throw APIProblem.badRequest("Unknown event; known: \(eventKinds.map(\.rawValue).joined(separator: ", ")).", field: "event")
             }
             events = [kind]
         }

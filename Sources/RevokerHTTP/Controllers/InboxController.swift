@@ -68,7 +68,7 @@ struct InboxController {
             // The provider's keys could not be fetched (or not yet for this key): not the sender's fault.
             result("keys_unavailable")
             context.logger.warning("Could not fetch a provider's keys to verify its message", metadata: ["revoker.provider": "\(inbox.provider)"])
-            var problem = APIProblem(.serviceUnavailable, "\(inbox.table.sender)'s signing keys cannot be fetched right now; try again shortly.")
+            var problem = APIProblem(.serviceUnavailable, "\(inbox.source.sender)'s signing keys cannot be fetched right now; try again shortly.")
             let wait = (error as? ProviderFailure)?.retryAfter.map { Int(($0 + .milliseconds(999)).components.seconds) }
             problem.headers[.retryAfter] = "\(max(wait ?? 5, 1))"
             throw problem
@@ -78,7 +78,7 @@ struct InboxController {
         let receipt: MessageReceipt
         do {
             receipt = try await store { [messages, logger = context.logger] in
-                try await messages.receive(message, into: inbox.table, logger: logger)
+                try await messages.receive(message, from: inbox.source, logger: logger)
             }
         } catch {
             result("unavailable")

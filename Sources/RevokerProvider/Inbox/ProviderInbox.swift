@@ -14,8 +14,8 @@ public protocol ProviderInbox: Sendable {
     /// The counter of what happened to each message (`result`: `accepted`, `duplicate`, or why it
     /// was refused), named as the provider's operators know it.
     var metricLabel: String { get }
-    /// Where the store keeps the provider's messages.
-    var table: ProviderMessageTable { get }
+    /// Whose messages they are, as the store and the audit trail record them.
+    var source: ProviderMessageSource { get }
     /// Why messages are not received here (answered 404), or nil when they are. The routes
     /// exist either way, so that what the API serves does not depend on the configuration.
     var closedReason: String? { get }
@@ -37,7 +37,7 @@ public protocol ProviderInbox: Sendable {
 
 extension ProviderInbox {
     /// The provider whose messages these are.
-    public var provider: ProviderName { table.provider }
+    public var provider: ProviderName { source.provider }
 }
 
 /// A body an inbox refuses: a bounded `code` for metrics and logs, and a sentence safe to show

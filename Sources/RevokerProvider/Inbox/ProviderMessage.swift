@@ -1,31 +1,39 @@
 import Foundation
 
 /// A verified message a provider pushed about one of an app's users, as the store keeps it:
-/// what every provider's message has, and the provider's own columns beside it.
+/// what every provider's message has, and the provider's own fields beside it (kept as one
+/// JSON object that only the provider's plug-in reads).
 public struct ProviderMessage: Sendable, Equatable {
     /// The token's `jti`: unique per provider; a replay changes nothing.
     public var id: String
     /// The configured app it is for.
     public var clientID: String
-    /// The event's type as the provider's table keeps it (`consent-revoked`, `tokens-revoked`, …).
+    /// The event's type as the provider names it (`consent-revoked`, `tokens-revoked`, …).
     public var type: String
     /// The user it is about, when it names one.
     public var userID: String?
     /// Whether it means the user's grants for the app are gone: the store then ends the user's
     /// live requests of that provider for the app, without a call to the provider.
     public var endsGrants: Bool
+    /// Whether the user's account at the provider is gone too (every grant with it).
+    public var endsAccount: Bool
+    /// The event the app backend is told of (`<provider>.<what>`, e.g. `apple.consent_revoked`),
+    /// or nil when it is told nothing.
+    public var eventType: String?
+    /// When the user acted, by the provider's clock, when it says (else `issuedAt` stands in).
+    public var eventTime: Date?
     /// `iat`.
     public var issuedAt: Date
     /// `iss`.
     public var issuer: String
     /// The key that signed it.
     public var keyID: String
-    /// The provider's own columns and their values (a column's name comes from code, never
+    /// The provider's own fields and their values (a field's name comes from code, never
     /// from the message).
-    public var columns: [Column]
+    public var details: [Detail]
 
-    /// One of the provider's own columns.
-    public struct Column: Sendable, Equatable {
+    /// One of the provider's own fields.
+    public struct Detail: Sendable, Equatable {
         public var name: String
         public var value: Value
 
@@ -35,7 +43,7 @@ public struct ProviderMessage: Sendable, Equatable {
         }
     }
 
-    /// A column's value.
+    /// A field's value.
     public enum Value: Sendable, Equatable {
         case text(String?)
         case time(Date?)
@@ -48,48 +56,53 @@ public struct ProviderMessage: Sendable, Equatable {
         type: String,
         userID: String?,
         endsGrants: Bool,
+        endsAccount: Bool = false,
+        eventType: String?,
+        eventTime: Date? = nil,
         issuedAt: Date,
         issuer: String,
         keyID: String,
-        columns: [Column] = []
+        details: [Detail] = []
     ) {
         self.id = id
         self.clientID = clientID
         self.type = type
         self.userID = userID
         self.endsGrants = endsGrants
+        self.endsAccount = endsAccount
+        self.eventType = eventType
+        self.eventTime = eventTime
         self.issuedAt = issuedAt
         self.issuer = issuer
         self.keyID = keyID
-        self.columns = columns
+        self.details = details
     }
 }
 
-/// The append-only table a provider's messages are kept in (created by a migration, with the
-/// outbox trigger that publishes them), and how its rows and audit events are named.
-///
-/// Every table has `jti` (unique), `client_id`, `type`, `issued_at`, `issuer` and `key_id`; the
-/// user's column and the provider's own columns are named here.
-public struct ProviderMessageTable: Sendable, Hashable {
-    /// The provider whose requests a message can end.
+/// Where a provider's messages come from, as the store records them: whose requests and grants
+/// a message can end, and how the audit trail names it.
+public struct ProviderMessageSource: Sendable, Hashable {
+    /// The provider whose requests and grants a message can end.
     public var provider: ProviderName
-    /// The table in the `revoker` schema.
-    public var name: String
-    /// The column holding the user's id.
-    public var userColumn: String
-    /// The audit event that records a message (one the database's check accepts).
+    /// The audit event that records a message: `provider_message`, or the name a provider had
+    /// before there was one for all (`apple_notification`, `google_security_event`).
     public var auditEvent: String
     /// The audit actor of everything a message does.
     public var actor: String
     /// How audit rows speak of the sender, as in "consent-revoked from Apple".
     public var sender: String
+    /// The events the app backend can be told of (``ProviderMessage/eventType``), each
+    /// `<provider>.<what>`.
+    public var eventTypes: [String]
 
-    public init(provider: ProviderName, name: String, userColumn: String, auditEvent: String, actor: String, sender: String) {
+    /// The audit event of any provider's messages.
+    public static let neutralAuditEvent = "provider_message"
+
+    public init(provider: ProviderName, auditEvent: String = Self.neutralAuditEvent, actor: String, sender: String, eventTypes: [String]) {
         self.provider = provider
-        self.name = name
-        self.userColumn = userColumn
         self.auditEvent = auditEvent
         self.actor = actor
         self.sender = sender
+        self.eventTypes = eventTypes
     }
 }

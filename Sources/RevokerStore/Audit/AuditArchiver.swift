@@ -58,7 +58,7 @@ public struct AuditArchiver: Sendable {
             }
         }
         progress("\(rows) audit rows in \(months.joined(separator: ", ")) under \(counts.count) checkpoints")
-        let range = counts.isEmpty ? [] : Array(counts.keys.min()!...counts.keys.max()!)
+        let range = counts.keys.min().flatMap { first in counts.keys.max().map { Array(first...$0) } } ?? []
         let (archived, outside) = try await self.outside(range.map { checkpoints[$0] }, counts: range.map { counts[$0] ?? 0 }, before: before)
 
         // The file, written beside its name and moved there once it checks.
@@ -100,7 +100,7 @@ public struct AuditArchiver: Sendable {
                 if let index = slices.slice(of: row.txid), split.contains(index) { keptLeaves[index, default: []].append((row.id, hash)) }
                 if let request = row.requestID, row.chainKey == request.uuidString.lowercased() {
                     if row.event == "enqueued" {
-                        requests[request] = ArchivedRequest(enqueued: row)
+                        requests[request] = ArchivedRequest(enqueued: row, requestID: request)
                     } else {
                         requests[request]?.take(row)
                     }
@@ -331,14 +331,14 @@ public struct AuditArchiver: Sendable {
 
     private static let utc: Calendar = {
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.timeZone = .gmt
         return calendar
     }()
 
     /// `YYYY-MM` of a month's first day (UTC).
     static func format(_ month: Date) -> String {
         let parts = utc.dateComponents([.year, .month], from: month)
-        return String(format: "%04d-%02d", parts.year!, parts.month!)
+        return String(format: "%04d-%02d", parts.year ?? 0, parts.month ?? 0)
     }
 
     /// The first day (UTC) of month `text` (`YYYY-MM`), or nil.
@@ -364,8 +364,8 @@ public struct AuditArchiver: Sendable {
         var outcome: String?
         var finishedAtMicros: Int64?
 
-        init(enqueued row: AuditChainRow) {
-            requestID = row.requestID!
+        init(enqueued row: AuditChainRow, requestID: UUID) {
+            self.requestID = requestID
             enqueuedID = row.id
             requestedAtMicros = row.occurredAtMicros
             requestedBy = row.actor

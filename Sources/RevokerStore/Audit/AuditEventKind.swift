@@ -9,6 +9,23 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     }
     private init(_ rawValue: String) { self.rawValue = rawValue }
 
+    /// The kind a provider's plug-in names for its messages: a plain lower-case name (the
+    /// database's check of the kinds has the last word).
+    public init?(providerMessages name: String) {
+        guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), name.utf8.count <= 63,
+            name.utf8.allSatisfy({ (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || $0 == UInt8(ascii: "_") })
+        else { return nil }
+        self.rawValue = name
+    }
+
+    /// The kinds a filter may name: ``all`` and the kinds providers' plug-ins name for their
+    /// messages.
+    public static func known(adding providerKinds: [String]) -> [AuditEventKind] {
+        var known = all
+        for kind in providerKinds.compactMap(Self.init(providerMessages:)) where !known.contains(kind) { known.append(kind) }
+        return known
+    }
+
     /// `enqueued`.
     public static let enqueued = Self("enqueued")
     /// `claimed`.
@@ -48,11 +65,10 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     /// A provider's error answer worth recording on its own (stored as `apple_error`, the
     /// name it had before there were other providers).
     public static let providerError = Self("apple_error")
-    /// One of Apple's server-to-server notifications, accepted (about an app's user, or the
-    /// request it ended).
-    public static let appleNotification = Self("apple_notification")
-    /// One of Google's security events (Cross-Account Protection), accepted.
-    public static let googleSecurityEvent = Self("google_security_event")
+    /// A provider's message, accepted (about an app's user, or the request it ended). A
+    /// provider's plug-in may name the kind its messages had before this one was for all
+    /// (``init(providerMessages:)``).
+    public static let providerMessage = Self("provider_message")
     /// A code exchange is about to be sent: if the attempt dies before its result is stored, a
     /// later refusal of the code may be Revoker's own doing.
     public static let exchangeStarted = Self("exchange_started")
@@ -80,9 +96,8 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let all: [AuditEventKind] = [
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
-        .requeued, .appPaused, .appResumed, .providerError, .appleNotification, .exchangeStarted, .note,
-        .googleSecurityEvent, .checkpointRefused, .grantRegistered, .grantHeld, .deletionRequested, .deletionGrant,
-        .grantEnded, .deletionCompleted,
+        .requeued, .appPaused, .appResumed, .providerError, .exchangeStarted, .note, .providerMessage, .checkpointRefused,
+        .grantRegistered, .grantHeld, .deletionRequested, .deletionGrant, .grantEnded, .deletionCompleted,
     ]
     public var description: String { self.rawValue }
 }

@@ -54,11 +54,11 @@ public enum AuditExport {
         let limits = [27, 20, 36, 40, 40, 7, 40, 60, 80]
         var rows: [[String]] = [headers]
         for record in records {
-            let apple = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError, record.providerErrorDescription]
+            let call = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError, record.providerErrorDescription]
                 .compactMap { $0 }.joined(separator: " ")
             let values = [
                 timestamp(record.occurredAt), record.event, record.requestID?.uuidString.lowercased() ?? "-", record.clientID ?? "-",
-                record.externalReference ?? "-", record.attempt.map(String.init) ?? "-", record.actor, apple.isEmpty ? "-" : apple,
+                record.externalReference ?? "-", record.attempt.map(String.init) ?? "-", record.actor, call.isEmpty ? "-" : call,
                 record.detail ?? "-",
             ]
             rows.append(zip(values, limits).map { terminalSafe($0, limit: $1) })

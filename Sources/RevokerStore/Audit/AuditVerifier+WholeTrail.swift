@@ -96,7 +96,7 @@ extension AuditVerifier {
             let archived = try await AuditCheckpoints.archivedHeads(walker.continuing.map(\.chain), client: client, logger: logger)
             problems += ChainWalker.problems(walker.continuing, archived: archived)
         }
-        return (problems + heads.keys.sorted().flatMap { heads[$0]! }, besides)
+        return (problems + heads.sorted { $0.key < $1.key }.flatMap(\.value), besides)
     }
 
     static func removedWhole(_ chain: String, head: Int64) -> AuditProblem {

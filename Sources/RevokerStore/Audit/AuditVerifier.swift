@@ -62,7 +62,7 @@ public struct AuditVerifier: Sendable {
             let sinceMicros = since.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down)) }
             let scope = Scope(sinceMicros: sinceMicros, clientID: clientID)
             let covered = checkpoints.filter {
-                (sinceMicros == nil || $0.createdAtMicros >= sinceMicros!) && (start == nil || $0.seq > start!.seq)
+                $0.createdAtMicros >= (sinceMicros ?? .min) && $0.seq > (start?.seq ?? .min)
             }
             let (rows, chains): (Int, Int)
             let slices: Slices
@@ -121,7 +121,7 @@ public struct AuditVerifier: Sendable {
     static func checkLinks(_ checkpoints: [AuditCheckpoint], keys: [AuditPublicKey], from start: AuditCheckpoint? = nil) -> [AuditProblem] {
         var problems: [AuditProblem] = []
         var previous = start
-        for checkpoint in checkpoints where start == nil || checkpoint.seq > start!.seq {
+        for checkpoint in checkpoints where checkpoint.seq > (start?.seq ?? .min) {
             let seq = checkpoint.seq
             if !keys.contains(where: { $0.keyID == checkpoint.keyID }) {
                 problems.append(

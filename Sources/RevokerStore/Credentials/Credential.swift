@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// An Apple credential (authorization code or token). Its descriptions redact the secret.
+/// A provider's credential (authorization code or token). Its descriptions redact the secret.
 public struct Credential: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The kind of credential.
     public var kind: CredentialKind

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// What kind of Apple credential a request holds.
+/// What kind of credential a request holds.
 public struct CredentialKind: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init?(rawValue: String) {
@@ -10,7 +10,7 @@ public struct CredentialKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     }
     private init(_ rawValue: String) { self.rawValue = rawValue }
 
-    /// A single-use authorization code (valid for five minutes after Apple issued it).
+    /// A single-use authorization code (Apple's is valid for five minutes).
     public static let authorizationCode = Self("authorization_code")
     /// A refresh token.
     public static let refreshToken = Self("refresh_token")

@@ -61,8 +61,8 @@ public struct Migration: Sendable, Hashable {
         Migration(version: 9, name: "0009_providers", sql: String(decoding: PackageResources._009_providers_sql, as: UTF8.self)),
         Migration(
             version: 10,
-            name: "0010_google_security_events",
-            sql: String(decoding: PackageResources._010_google_security_events_sql, as: UTF8.self)
+            name: "0010_security_events",
+            sql: String(decoding: PackageResources._010_security_events_sql, as: UTF8.self)
         ),
         Migration(version: 11, name: "0011_worker_liveness", sql: String(decoding: PackageResources._011_worker_liveness_sql, as: UTF8.self)),
         Migration(
@@ -114,6 +114,11 @@ public struct Migration: Sendable, Hashable {
             version: 25,
             name: "0025_archive_extent",
             sql: String(decoding: PackageResources._025_archive_extent_sql, as: UTF8.self)
+        ),
+        Migration(
+            version: 26,
+            name: "0026_provider_messages",
+            sql: String(decoding: PackageResources._026_provider_messages_sql, as: UTF8.self)
         ),
     ]
 }

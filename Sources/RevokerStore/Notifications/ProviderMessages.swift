@@ -4,10 +4,11 @@ import PostgresNIO
 import RevokerProvider
 
 /// Every provider's messages in PostgreSQL, in one statement each: stored (append-only, unique by
-/// `jti`) in the provider's own table, audited, and, when the message ends the user's grants,
-/// the user's live requests of that provider for the app ended (`succeeded`/`revoked_by_user`,
-/// credential erased, any lease holder fenced out) without a call to the provider. Outbox events
-/// come from the tables' triggers.
+/// provider and message id) in `revoker.provider_messages`, audited, and, when the message ends
+/// the user's grants, the user's live requests of that provider for the app ended
+/// (`succeeded`/`revoked_by_user`, credential erased, any lease holder fenced out) without a
+/// call to the provider. The table's triggers publish the outbox event the plug-in named and
+/// end the user's held grants.
 public struct ProviderMessages: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -17,78 +18,63 @@ public struct ProviderMessages: Sendable {
         self.logger = logger
     }
 
-    /// Stores `message` in `table` unless its `jti` is there already.
+    /// Stores `message` from `source` unless that provider's message of that id is there already.
     ///
     /// Returns once committed: only then may the sender be told that it was received.
-    public func receive(_ message: ProviderMessage, into table: ProviderMessageTable, logger: Logger? = nil) async throws -> MessageReceipt {
-        guard let kind = AuditEventKind(rawValue: table.auditEvent) else {
-            throw RevokerStoreError(.invalidArgument, "'\(table.auditEvent)' is not an audit event the trail knows")
+    public func receive(_ message: ProviderMessage, from source: ProviderMessageSource, logger: Logger? = nil) async throws -> MessageReceipt {
+        guard let kind = AuditEventKind(providerMessages: source.auditEvent) else {
+            throw RevokerStoreError(.invalidArgument, "'\(source.auditEvent)' is not a plain name for an audit event")
         }
-        let identifiers = [table.name, table.userColumn] + message.columns.map(\.name)
-        guard identifiers.allSatisfy(Self.isIdentifier) else {
-            throw RevokerStoreError(.invalidArgument, "a provider's message table or column is not a plain SQL name")
-        }
-        var binds = PostgresBindings()
-        binds.append(message.id)
-        binds.append(message.clientID)
-        binds.append(message.type)
-        binds.append(message.userID)
-        binds.append(message.issuedAt)
-        binds.append(message.issuer)
-        binds.append(message.keyID)
-        for column in message.columns {
-            switch column.value {
-            case .text(let text): binds.append(text)
-            case .time(let time): binds.append(time)
-            case .flag(let flag): binds.append(flag)
-            }
-        }
-        let columns = ["jti", "client_id", "type", table.userColumn, "issued_at", "issuer", "key_id"] + message.columns.map(\.name)
-        let insert = PostgresQuery(
-            unsafeSQL: """
-                INSERT INTO revoker.\(table.name) (\(columns.joined(separator: ", ")))
-                VALUES (\((1...columns.count).map { "$\($0)" }.joined(separator: ", ")))
-                ON CONFLICT (jti) DO NOTHING
-                RETURNING client_id, type, \(table.userColumn) AS user_id
-                """,
-            binds: binds
-        )
+        let insert: PostgresQuery = """
+            INSERT INTO revoker.provider_messages
+                (provider, message_id, client_id, type, user_id, ends_grants, ends_account, event_type,
+                 issued_at, event_time, issuer, key_id, details)
+            VALUES (\(source.provider.rawValue), \(message.id), \(message.clientID), \(message.type), \(message.userID),
+                    \(message.endsGrants), \(message.endsAccount), \(message.eventType), \(message.issuedAt), \(message.eventTime),
+                    \(message.issuer), \(message.keyID), \(try Self.detailsJSON(message.details))::jsonb)
+            ON CONFLICT (provider, message_id) DO NOTHING
+            RETURNING client_id, type, user_id
+            """
         return try await receive(
             insert,
-            provider: table.provider.rawValue,
+            provider: source.provider.rawValue,
             endsGrants: message.endsGrants,
             kind: kind,
-            note: "\(message.type) from \(table.sender) (jti \(message.id.prefix(200)))",
-            actor: table.actor,
+            note: "\(message.type) from \(source.sender) (jti \(message.id.prefix(200)))",
+            actor: source.actor,
             logger: logger ?? self.logger
         )
     }
 
-    /// How many messages `table` holds (for status and tests).
-    public func count(in table: ProviderMessageTable, logger: Logger? = nil) async throws -> Int {
+    /// How many messages `provider` sent that are kept (for status and tests).
+    public func count(from provider: ProviderName, logger: Logger? = nil) async throws -> Int {
         let logger = logger ?? self.logger
-        guard Self.isIdentifier(table.name) else {
-            throw RevokerStoreError(.invalidArgument, "a provider's message table is not a plain SQL name")
-        }
         return try await StoreDatabase.run(logger) {
-            let rows = try await client.query(PostgresQuery(unsafeSQL: "SELECT count(*)::int FROM revoker.\(table.name)"), logger: logger).collect()
+            let rows = try await client.query(
+                "SELECT count(*)::int FROM revoker.provider_messages WHERE provider = \(provider.rawValue)",
+                logger: logger
+            ).collect()
             return try rows.first?.decode(Int.self) ?? 0
         }
     }
 
-    static func isIdentifier(_ name: String) -> Bool {
-        guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) || first == UInt8(ascii: "_") else {
-            return false
-        }
-        return name.utf8.count <= 63
-            && name.utf8.allSatisfy {
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
-                    || $0 == UInt8(ascii: "_")
+    /// The provider's own fields as one JSON object: times in ISO 8601 with microseconds, as
+    /// PostgreSQL reads them back into `timestamptz`; an absent value is left out.
+    static func detailsJSON(_ details: [ProviderMessage.Detail]) throws -> String {
+        var object: [String: Any] = [:]
+        for detail in details {
+            switch detail.value {
+            case .text(let text): object[detail.name] = text
+            case .time(let time): object[detail.name] = time.map(AuditExport.timestamp)
+            case .flag(let flag): object[detail.name] = flag
             }
+        }
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// - Parameters:
-    ///   - insert: `INSERT … ON CONFLICT (jti) DO NOTHING RETURNING client_id, type, <the user's id> AS user_id`.
+    ///   - insert: `INSERT … ON CONFLICT DO NOTHING RETURNING client_id, type, user_id`.
     ///   - provider: whose requests the message can end.
     ///   - endsGrants: whether the message ends the user's grants.
     ///   - kind: the audit event that records the message.

@@ -1,13 +1,14 @@
 import Foundation
 import RevokerProvider
 
-/// One event for the app backend, as the outbox holds it: a request's final outcome, or one of
-/// Apple's notifications. Never holds a credential.
+/// One event for the app backend, as the outbox holds it: a request's final outcome, a grant's or
+/// a deletion's, a checkpoint, or a provider's message. Never holds a credential.
 public struct OutboxEvent: Sendable, Equatable {
     /// Unique; the `webhook-id` of every delivery of this event, so receivers can drop repeats.
     public var id: UUID
     /// One of ``types``: a request's end (`revocation.*`, or `grant.*` for a grant taken into
-    /// custody or not), a provider's message (`apple.*`, `google.*`), a checkpoint (`audit.*`).
+    /// custody or not), a checkpoint (`audit.*`), a deletion (`account.*`); or a provider's
+    /// message, `<provider>.<what>` as its plug-in names it.
     public var type: String
     public var clientID: String
     /// When the change it reports committed.
@@ -24,9 +25,9 @@ public struct OutboxEvent: Sendable, Equatable {
     public var outcome: String?
     /// The last error's code (`revocation.failed`).
     public var errorCode: String?
-    /// Apple's `jti` (`apple.*`).
+    /// The provider's id of its message (a `jti`).
     public var notificationID: String?
-    /// When the user acted, by Apple's clock (`apple.*`).
+    /// When the user acted, by the provider's clock (a provider's message).
     public var eventTime: Date?
     /// The signed checkpoint as a JSON object (`audit.checkpoint`), for the backend to keep as
     /// a witness: `revoker audit verify --witness` reads these events as they were received.
@@ -40,12 +41,10 @@ public struct OutboxEvent: Sendable, Equatable {
     /// webhook delivery to continue; never part of the event's JSON.
     public var traceParent: TraceParent? = nil
 
-    /// The types an event can have.
+    /// Revoker's own types; a provider's message adds the types its plug-in names
+    /// (`ProviderMessageSource.eventTypes`).
     public static let types = [
         "revocation.succeeded", "revocation.failed", "revocation.cancelled",
-        "apple.consent_revoked", "apple.account_deleted", "apple.email_disabled", "apple.email_enabled",
-        "google.sessions_revoked", "google.tokens_revoked", "google.token_revoked", "google.account_disabled", "google.account_enabled",
-        "google.account_purged", "google.account_credential_change_required", "google.verification",
         "audit.checkpoint", "audit.checkpoint_refused", "grant.held", "grant.failed",
         "account.deletion_requested", "account.deletion_completed",
     ]

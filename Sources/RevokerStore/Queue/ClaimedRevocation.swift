@@ -8,10 +8,10 @@ public struct ClaimedRevocation: Sendable, CustomStringConvertible {
     public var credential: Credential
     /// The lease for fenced operations.
     public var lease: Lease
-    /// What Apple's notifications said of the request's user before the claim, if anything.
+    /// What the provider's messages said of the request's user before the claim, if anything.
     public var userRevocation: UserRevocation?
     /// Whether an earlier attempt started exchanging the stored code (an `exchange_started`
-    /// event) without storing what it yielded: Apple may already have used the code.
+    /// event) without storing what it yielded: the provider may already have used the code.
     public var exchangeStartedBefore: Bool
 
     public init(

@@ -9,12 +9,12 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     }
     private init(_ rawValue: String) { self.rawValue = rawValue }
 
-    /// Apple accepted the revocation of a live token (state `succeeded`).
+    /// The provider accepted the revocation of a live token (state `succeeded`).
     public static let revoked = Self("revoked")
     /// The token was already invalid: nothing left to revoke (state `succeeded`).
     public static let alreadyInvalid = Self("already_invalid")
-    /// Apple told Revoker that the user revoked the grant (`consent-revoked`) or deleted their
-    /// Apple account (`account-delete`): nothing left to revoke (state `succeeded`).
+    /// The provider told Revoker that the user revoked the grant (Apple's `consent-revoked`) or
+    /// deleted their account (`account-delete`): nothing left to revoke (state `succeeded`).
     public static let revokedByUser = Self("revoked_by_user")
     /// A hold request took its grant into custody: the refresh token is sealed in the grant
     /// (state `succeeded`, purpose ``RequestPurpose/hold`` only).
@@ -22,7 +22,7 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     /// A validation found a held grant's refresh token live; it stays held (state `succeeded`,
     /// purpose ``RequestPurpose/validate`` only).
     public static let live = Self("live")
-    /// Apple rejected the authorization code (expired, used, other client) (state `failed`).
+    /// The provider rejected the authorization code (expired, used, other client) (state `failed`).
     public static let codeRejected = Self("code_rejected")
     /// A rescued request's code exchange was refused after an earlier attempt had started one:
     /// the earlier attempt may have used the code, so what became of the grant is unknown
@@ -35,7 +35,7 @@ public struct RevocationOutcome: RawRepresentable, Sendable, Hashable, Codable, 
     /// Our configuration for the app is wrong; the sealed credential is kept so the request
     /// can be requeued once fixed (state `failed`).
     public static let clientMisconfigured = Self("client_misconfigured")
-    /// Apple rejected the request for another reason (state `failed`).
+    /// The provider rejected the request for another reason (state `failed`).
     public static let rejected = Self("rejected")
     /// Cancelled by an operator (state `cancelled`).
     public static let cancelled = Self("cancelled")

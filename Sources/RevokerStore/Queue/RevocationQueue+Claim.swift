@@ -53,7 +53,7 @@ extension RevocationQueue {
                     )
                     SELECT claimed.*, i.credential AS intake_credential, i.key_id AS intake_key_id, i.sealed AS intake_sealed,
                            held.sealed_token AS grant_sealed, held.token_key_id AS grant_key_id,
-                           u.type AS user_revocation,
+                           u.ends_account AS user_revocation,
                            -- Did an earlier attempt start exchanging this code?
                            (claimed.credential_kind = 'authorization_code' AND EXISTS (
                                SELECT 1 FROM revoker.audit_events a WHERE a.request_id = claimed.id AND a.event = 'exchange_started'
@@ -65,19 +65,11 @@ extension RevocationQueue {
                     -- Has the provider told us that this user revoked the app's grants, or deleted the account?
                     -- For a held grant, only since it was held: a sign-in after the message is a new consent.
                     LEFT JOIN LATERAL (
-                        SELECT type FROM (
-                            SELECT n.type FROM revoker.apple_notifications n
-                            WHERE claimed.provider = 'apple' AND n.client_id = claimed.client_id
-                              AND n.apple_user_id = claimed.apple_user_id AND n.type IN ('consent-revoked', 'account-delete')
-                              AND (claimed.grant_id IS NULL OR n.received_at > held.held_at)
-                            UNION ALL
-                            SELECT CASE g.type WHEN 'account-purged' THEN 'account-delete' ELSE 'consent-revoked' END
-                            FROM revoker.google_security_events g
-                            WHERE claimed.provider = 'google' AND g.client_id = claimed.client_id
-                              AND g.google_user_id = claimed.apple_user_id AND g.type IN ('tokens-revoked', 'account-purged')
-                              AND (claimed.grant_id IS NULL OR g.received_at > held.held_at)
-                        ) told
-                        ORDER BY type = 'account-delete' DESC
+                        SELECT m.ends_account FROM revoker.provider_messages m
+                        WHERE m.provider = claimed.provider AND m.client_id = claimed.client_id
+                          AND m.user_id = claimed.apple_user_id AND m.ends_grants
+                          AND (claimed.grant_id IS NULL OR m.received_at > held.held_at)
+                        ORDER BY m.ends_account DESC
                         LIMIT 1
                     ) u ON true
                     ORDER BY (claimed.credential_kind <> 'authorization_code'), claimed.run_after, claimed.id
@@ -147,7 +139,7 @@ extension RevocationQueue {
                         throw RevokerStoreError(.unexpectedData, "a claimed request has no lease expiry")
                     }
                     let lease = Lease(requestID: request.id, fencingToken: request.fencingToken, owner: owner, expiresAt: expiresAt)
-                    let userRevocation = try cells["user_revocation"].decode(String?.self).flatMap(UserRevocation.init(rawValue:))
+                    let userRevocation = try cells["user_revocation"].decode(Bool?.self).map { $0 ? UserRevocation.accountDeleted : .consentRevoked }
                     result.append(
                         ClaimedRevocation(
                             request: request,

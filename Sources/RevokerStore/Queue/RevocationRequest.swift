@@ -37,7 +37,7 @@ public struct RevocationRequest: Sendable, Hashable, Identifiable {
     public var leaseExpiresAt: Date?
     /// Incremented on every claim; fenced operations compare it.
     public var fencingToken: Int64
-    /// Last error code recorded (Apple `error` or an internal code).
+    /// Last error code recorded (the provider's `error` or an internal code).
     public var lastErrorCode: String?
     /// Last error description recorded (no secrets).
     public var lastErrorDescription: String?

@@ -33,19 +33,21 @@ struct AuditArchiveCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("before"), help: ArgumentHelp("The first month kept (YYYY-MM): every month before it is archived.", valueName: "month"))
     var before: String
+    static let notAMonth = "--before must be a month, YYYY-MM (e.g. 2026-01)."
 
     @Option(name: .customLong("out"), help: ArgumentHelp("The archive file to write (must not exist).", valueName: "file"))
     var out: String
 
     func validate() throws {
-        guard AuditArchiver.month(before) != nil else { throw ValidationError("--before must be a month, YYYY-MM (e.g. 2026-01).") }
+        guard AuditArchiver.month(before) != nil else { throw ValidationError(Self.notAMonth) }
     }
 
     func run() async throws {
         let configuration = try loadConfiguration(options, needs: .database)
         let key = try auditSigningKey(configuration)
         let logger = CommandLogging.logger(label: "revoker.audit", level: options.logLevel)
-        let (before, out) = (AuditArchiver.month(self.before)!, self.out)
+        guard let before = AuditArchiver.month(self.before) else { throw ValidationError(Self.notAMonth) }
+        let out = self.out
         let result = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
             do {
                 return try await AuditArchiver(client: client, key: key, logger: logger).archive(before: before, to: out) { message in

@@ -74,7 +74,7 @@ struct AuditEventsCommand: AsyncParsableCommand {
     @Option(
         name: .customLong("event"),
         help: ArgumentHelp(
-            "Only events of this kind (repeatable): \(AuditEventKind.all.map(\.rawValue).joined(separator: ", ")).",
+            "Only events of this kind (repeatable): \(AuditEventKind.everyKnown.map(\.rawValue).joined(separator: ", ")).",
             valueName: "event"
         )
     )
@@ -97,9 +97,9 @@ struct AuditEventsCommand: AsyncParsableCommand {
                 throw ValidationError("\(name) must be ISO 8601, e.g. 2026-01-31T12:00:00Z, 2026-01-31T12:00:00.5+01:00 or 2026-01-31.")
             }
         }
-        for event in events where AuditEventKind(rawValue: event) == nil {
+        for event in events where !AuditEventKind.everyKnown.contains(where: { $0.rawValue == event }) {
             throw ValidationError(
-                "--event '\(AuditExport.terminalSafe(event, limit: 40))' is not an event kind; known: \(AuditEventKind.all.map(\.rawValue).joined(separator: ", "))."
+                "--event '\(AuditExport.terminalSafe(event, limit: 40))' is not an event kind; known: \(AuditEventKind.everyKnown.map(\.rawValue).joined(separator: ", "))."
             )
         }
     }
@@ -114,7 +114,7 @@ struct AuditEventsCommand: AsyncParsableCommand {
             userID: userID,
             from: since.flatMap(Self.parseTime),
             to: until.flatMap(Self.parseTime),
-            events: events.isEmpty ? nil : events.compactMap(AuditEventKind.init(rawValue:)),
+            events: events.isEmpty ? nil : events.compactMap { event in AuditEventKind.everyKnown.first { $0.rawValue == event } },
             limit: min(limit, 1000)
         )
         let limit = self.limit
