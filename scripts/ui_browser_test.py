@@ -229,13 +229,43 @@ def png_size(path):
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
+# Words in table cells and summaries broken across lines although the page could show them whole
+# (`com.exampl|e.ui`), and whether the page is wider than the window.
+BROKEN_WORDS_JS = """
+const broken = [];
+const room = document.querySelector('main').clientWidth;
+for (const cell of document.querySelectorAll('td, dd')) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const words = /\\S+/g;
+    let match;
+    while ((match = words.exec(node.data)) !== null) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const rects = Array.from(range.getClientRects()).filter(r => r.width > 0);
+      const lines = new Set(rects.map(r => Math.round(r.top)));
+      const width = rects.reduce((sum, r) => sum + r.width, 0);
+      if (lines.size > 1 && width <= room + 1) broken.push(match[0]);
+    }
+  }
+}
+return {broken: broken, pageWidth: document.documentElement.scrollWidth, window: window.innerWidth};
+"""
+
+
 def screenshots(driver, page):
-    """`page`-desktop.png and `page`-phone.png of the page shown now (a GET page: it is reloaded)."""
+    """`page`-desktop.png and `page`-phone.png of the page shown now (a GET page: it is reloaded),
+    with its words kept whole where they fit."""
     url = driver.current_url
     for size, metrics in (("desktop", DESKTOP), ("phone", PHONE)):
         driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
         driver.get(url)
         WebDriverWait(driver, WAIT).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        layout = driver.execute_script(BROKEN_WORDS_JS)
+        check(f"{page} ({size}): no identifier broken that the page could show whole", not layout["broken"], str(layout["broken"][:5]))
+        check(f"{page} ({size}): the page is no wider than the window", layout["pageWidth"] <= layout["window"],
+              f"{layout['pageWidth']} > {layout['window']}")
         path = SHOTS / f"{page}-{size}.png"
         driver.save_screenshot(str(path))
         expected = (metrics["width"] * metrics["deviceScaleFactor"], metrics["height"] * metrics["deviceScaleFactor"])
