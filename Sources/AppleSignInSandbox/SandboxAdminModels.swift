@@ -22,29 +22,6 @@ extension SandboxAdmin {
         }
     }
 
-    /// `POST /sandbox/codes`, `/sandbox/refresh-tokens`, `/sandbox/access-tokens`: a user signs in.
-    public struct Mint: Codable, Sendable {
-        enum CodingKeys: String, CodingKey {
-            case clientID = "client_id"
-            case subject
-            case redirectURI = "redirect_uri"
-            case lifetimeSeconds = "lifetime_seconds"
-        }
-        public var clientID: String
-        /// The Apple user id the grant belongs to.
-        public var subject: String
-        /// Codes only: the redirect_uri the code is bound to.
-        public var redirectURI: String?
-        /// Codes only: overrides the configured code lifetime.
-        public var lifetimeSeconds: Double?
-        public init(clientID: String, subject: String, redirectURI: String? = nil, lifetimeSeconds: Double? = nil) {
-            self.clientID = clientID
-            self.subject = subject
-            self.redirectURI = redirectURI
-            self.lifetimeSeconds = lifetimeSeconds
-        }
-    }
-
     /// `POST /sandbox/id-tokens`: an identity token signed with the sandbox's current key, for verifier tests.
     public struct IdentityTokenRequest: Codable, Sendable {
         enum CodingKeys: String, CodingKey {
@@ -168,14 +145,5 @@ extension SandboxAdmin {
         public var status: Int
         /// The receiver's body (at most 4 KiB).
         public var body: String
-    }
-}
-
-extension SandboxAdmin {
-    /// `POST /sandbox/keys/rotate`.
-    public struct RotateKeys: Codable, Sendable {
-        /// Stop publishing every older key.
-        public var retire: Bool?
-        public init(retire: Bool? = nil) { self.retire = retire }
     }
 }

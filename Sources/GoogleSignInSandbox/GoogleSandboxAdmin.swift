@@ -9,13 +9,14 @@ import ProviderSandbox
 
 /// Drives a running Google sandbox's admin surface over HTTP: what tests, the demo and the
 /// benchmark use. `baseURL` is where the sandbox's routes start (`…/google` when it is served
-/// beside the Apple sandbox).
-public struct GoogleSandboxAdmin: Sendable {
-    let transport: SandboxAdminTransport
-    public var baseURL: String { transport.baseURL }
+/// beside the Apple sandbox). The calls every sandbox answers alike come from ``SandboxAdminClient``.
+public struct GoogleSandboxAdmin: SandboxAdminClient {
+    public let baseURL: String
+    public let httpClient: HTTPClient
 
     public init(baseURL: String, httpClient: HTTPClient = .shared) {
-        self.transport = SandboxAdminTransport(baseURL: baseURL, httpClient: httpClient)
+        self.baseURL = baseURL
+        self.httpClient = httpClient
     }
 
     /// `POST /sandbox/clients`: an OAuth client and its secret.
@@ -32,23 +33,15 @@ public struct GoogleSandboxAdmin: Sendable {
         }
     }
 
-    /// `POST /sandbox/codes`, `/sandbox/refresh-tokens`, `/sandbox/access-tokens`: a user signs in.
+    /// ``SandboxAdmin/Mint`` and what a Google sign-in also decides: offline access and the
+    /// `openid` scope, as two more keys of the same JSON object.
     public struct Mint: Codable, Sendable {
         enum CodingKeys: String, CodingKey {
-            case clientID = "client_id"
-            case subject
-            case redirectURI = "redirect_uri"
-            case lifetimeSeconds = "lifetime_seconds"
             case offline
             case openID = "openid"
         }
-        public var clientID: String
-        /// The Google user id the grant belongs to.
-        public var subject: String
-        /// Codes only: the redirect_uri the code is bound to.
-        public var redirectURI: String?
-        /// Codes only: overrides the configured code lifetime.
-        public var lifetimeSeconds: Double?
+        /// What a sign-in at every sandbox names (the Google user id as its subject).
+        public var grant: SandboxAdmin.Mint
         /// Codes only: whether the user granted offline access (a refresh token); true when absent.
         public var offline: Bool?
         /// Whether the grant has the `openid` scope (identity tokens); true when absent.
@@ -61,12 +54,23 @@ public struct GoogleSandboxAdmin: Sendable {
             offline: Bool? = nil,
             openID: Bool? = nil
         ) {
-            self.clientID = clientID
-            self.subject = subject
-            self.redirectURI = redirectURI
-            self.lifetimeSeconds = lifetimeSeconds
+            self.grant = SandboxAdmin.Mint(clientID: clientID, subject: subject, redirectURI: redirectURI, lifetimeSeconds: lifetimeSeconds)
             self.offline = offline
             self.openID = openID
+        }
+
+        public init(from decoder: any Decoder) throws {
+            grant = try SandboxAdmin.Mint(from: decoder)
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            offline = try container.decodeIfPresent(Bool.self, forKey: .offline)
+            openID = try container.decodeIfPresent(Bool.self, forKey: .openID)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try grant.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(offline, forKey: .offline)
+            try container.encodeIfPresent(openID, forKey: .openID)
         }
     }
 
@@ -157,13 +161,6 @@ public struct GoogleSandboxAdmin: Sendable {
         }
     }
 
-    /// `POST /sandbox/keys/rotate`.
-    public struct RotateKeys: Codable, Sendable {
-        /// Stop publishing every older key.
-        public var retire: Bool?
-        public init(retire: Bool? = nil) { self.retire = retire }
-    }
-
     /// Registers an OAuth client and its secret.
     public func register(clientID: String, clientSecret: String) async throws {
         _ = try await transport.send(.POST, "/sandbox/clients", body: RegisterClient(clientID: clientID, clientSecret: clientSecret))
@@ -174,56 +171,14 @@ public struct GoogleSandboxAdmin: Sendable {
         try await transport.decode(transport.send(.POST, "/sandbox/codes", body: mint))
     }
 
-    /// A grant whose refresh token the app already holds.
-    public func mintRefreshToken(clientID: String, subject: String, openID: Bool? = nil) async throws -> SandboxAdmin.Minted {
+    /// A grant whose refresh token the app already holds, with or without the `openid` scope.
+    public func mintRefreshToken(clientID: String, subject: String, openID: Bool?) async throws -> SandboxAdmin.Minted {
         try await transport.decode(transport.send(.POST, "/sandbox/refresh-tokens", body: Mint(clientID: clientID, subject: subject, openID: openID)))
-    }
-
-    /// A grant of which the app only holds an access token.
-    public func mintAccessToken(clientID: String, subject: String) async throws -> SandboxAdmin.Minted {
-        try await transport.decode(transport.send(.POST, "/sandbox/access-tokens", body: Mint(clientID: clientID, subject: subject)))
     }
 
     /// An identity token signed as asked.
     public func mintIdentityToken(_ request: IdentityTokenRequest) async throws -> String {
         try await transport.decode(transport.send(.POST, "/sandbox/id-tokens", body: request), as: SandboxAdmin.Value.self).value
-    }
-
-    /// Publishes a new signing key (retiring the others if asked) and returns its `kid`.
-    public func rotateKeys(retire: Bool = false) async throws -> String {
-        try await transport.decode(transport.send(.POST, "/sandbox/keys/rotate", body: RotateKeys(retire: retire)), as: SandboxAdmin.Value.self).value
-    }
-
-    /// What happened to one grant.
-    public func grant(_ id: String) async throws -> SandboxGrantReport {
-        try await transport.decode(transport.send(.GET, "/sandbox/grants/\(id)"))
-    }
-
-    /// What happened to every grant, in the order they were created.
-    public func grants() async throws -> [SandboxGrantReport] {
-        try await transport.decode(transport.send(.GET, "/sandbox/grants"))
-    }
-
-    /// Counters over every call, key-set fetches included.
-    public func statistics() async throws -> SandboxStatistics {
-        try await transport.decode(transport.send(.GET, "/sandbox/statistics"))
-    }
-
-    /// Replaces the injected faults.
-    public func setFaults(_ faults: SandboxFaults) async throws {
-        _ = try await transport.send(.PUT, "/sandbox/faults", body: faults)
-    }
-
-    /// Replaces the faults injected into the key set and the RISC discovery document (and
-    /// nothing else).
-    public func setKeyFaults(_ faults: SandboxFaults) async throws {
-        _ = try await transport.send(.PUT, "/sandbox/key-faults", body: faults)
-    }
-
-    /// Moves the sandbox's clock `seconds` forward, so codes and tokens age without waiting;
-    /// it never goes back.
-    public func advanceClock(by seconds: Double) async throws {
-        try await transport.advanceClock(by: seconds)
     }
 }
 
@@ -243,7 +198,7 @@ extension GoogleSandbox {
             return SandboxJSON.response(SandboxAdmin.Value(value: try await self.identityToken(body, now: self.clock.now)), status: .created)
         }
         admin.post("keys/rotate") { request, context in
-            let body = try await request.decode(as: GoogleSandboxAdmin.RotateKeys.self, context: context)
+            let body = try await request.decode(as: SandboxAdmin.RotateKeys.self, context: context)
             return SandboxJSON.response(SandboxAdmin.Value(value: try await self.keys.rotate(retire: body.retire ?? false)))
         }
         clock.addRoute(to: admin)
@@ -280,22 +235,22 @@ extension GoogleSandbox {
 
     private func mint(_ request: Request, context: SandboxRequestContext, kind: GoogleSandboxState.TokenKind?) async throws -> Response {
         let body = try await request.decode(as: GoogleSandboxAdmin.Mint.self, context: context)
-        let now = clock.now
+        let (grant, now) = (body.grant, clock.now)
         let minted: SandboxAdmin.Minted
         if let kind {
-            minted = await state.mintToken(kind, clientID: body.clientID, subject: body.subject, openID: body.openID ?? true)
+            minted = await state.mintToken(kind, clientID: grant.clientID, subject: grant.subject, openID: body.openID ?? true)
         } else {
             minted = await state.mintCode(
-                clientID: body.clientID,
-                subject: body.subject,
-                redirectURI: body.redirectURI,
-                lifetime: body.lifetimeSeconds ?? TimeInterval(configuration.codeLifetime.components.seconds),
+                clientID: grant.clientID,
+                subject: grant.subject,
+                redirectURI: grant.redirectURI,
+                lifetime: grant.lifetimeSeconds ?? TimeInterval(configuration.codeLifetime.components.seconds),
                 offline: body.offline ?? true,
                 openID: body.openID ?? true,
                 now: now
             )
         }
-        if body.openID ?? true { try await signIdentityToken(grantID: minted.grantID, clientID: body.clientID, subject: body.subject, now: now) }
+        if body.openID ?? true { try await signIdentityToken(grantID: minted.grantID, clientID: grant.clientID, subject: grant.subject, now: now) }
         return SandboxJSON.response(minted, status: .created)
     }
 

@@ -22,6 +22,36 @@ public enum SandboxAdmin {
         }
     }
 
+    /// `POST /sandbox/codes`, `/sandbox/refresh-tokens`, `/sandbox/access-tokens`: a user signs in.
+    public struct Mint: Codable, Sendable {
+        enum CodingKeys: String, CodingKey {
+            case clientID = "client_id"
+            case subject
+            case redirectURI = "redirect_uri"
+            case lifetimeSeconds = "lifetime_seconds"
+        }
+        public var clientID: String
+        /// The provider's user id the grant belongs to.
+        public var subject: String
+        /// Codes only: the redirect_uri the code is bound to.
+        public var redirectURI: String?
+        /// Codes only: overrides the configured code lifetime.
+        public var lifetimeSeconds: Double?
+        public init(clientID: String, subject: String, redirectURI: String? = nil, lifetimeSeconds: Double? = nil) {
+            self.clientID = clientID
+            self.subject = subject
+            self.redirectURI = redirectURI
+            self.lifetimeSeconds = lifetimeSeconds
+        }
+    }
+
+    /// `POST /sandbox/keys/rotate`.
+    public struct RotateKeys: Codable, Sendable {
+        /// Stop publishing every older key.
+        public var retire: Bool?
+        public init(retire: Bool? = nil) { self.retire = retire }
+    }
+
     /// An identity token, or a key id after rotation.
     public struct Value: Codable, Sendable {
         public var value: String
@@ -98,5 +128,70 @@ package struct SandboxAdminTransport: Sendable {
 
     package func decode<T: Decodable>(_ buffer: ByteBuffer, as type: T.Type = T.self) throws -> T {
         try JSONDecoder().decode(T.self, from: buffer)
+    }
+}
+
+/// The admin calls every sandbox answers alike, under its base URL; a provider's admin client
+/// conforms and adds its own (registering apps, notifications, …).
+public protocol SandboxAdminClient: Sendable {
+    /// Where the sandbox's routes start.
+    var baseURL: String { get }
+    /// The client the calls go through (trusting the sandbox's authority over HTTPS).
+    var httpClient: HTTPClient { get }
+}
+
+extension SandboxAdminClient {
+    package var transport: SandboxAdminTransport { SandboxAdminTransport(baseURL: baseURL, httpClient: httpClient) }
+
+    /// A grant whose refresh token the app already holds.
+    public func mintRefreshToken(clientID: String, subject: String) async throws -> SandboxAdmin.Minted {
+        try await transport.decode(transport.send(.POST, "/sandbox/refresh-tokens", body: SandboxAdmin.Mint(clientID: clientID, subject: subject)))
+    }
+
+    /// A grant of which the app only holds an access token.
+    public func mintAccessToken(clientID: String, subject: String) async throws -> SandboxAdmin.Minted {
+        try await transport.decode(transport.send(.POST, "/sandbox/access-tokens", body: SandboxAdmin.Mint(clientID: clientID, subject: subject)))
+    }
+
+    /// Publishes a new signing key and returns its `kid`; with `retire`, the older keys stop
+    /// being published.
+    public func rotateKeys(retire: Bool = false) async throws -> String {
+        try await transport.decode(
+            transport.send(.POST, "/sandbox/keys/rotate", body: SandboxAdmin.RotateKeys(retire: retire)),
+            as: SandboxAdmin.Value.self
+        )
+        .value
+    }
+
+    /// What happened to one grant.
+    public func grant(_ id: String) async throws -> SandboxGrantReport {
+        try await transport.decode(transport.send(.GET, "/sandbox/grants/\(id)"))
+    }
+
+    /// What happened to every grant, in the order they were created.
+    public func grants() async throws -> [SandboxGrantReport] {
+        try await transport.decode(transport.send(.GET, "/sandbox/grants"))
+    }
+
+    /// Counters over every call to the provider's endpoints, key-set fetches among them.
+    public func statistics() async throws -> SandboxStatistics {
+        try await transport.decode(transport.send(.GET, "/sandbox/statistics"))
+    }
+
+    /// Replaces the injected faults.
+    public func setFaults(_ faults: SandboxFaults) async throws {
+        _ = try await transport.send(.PUT, "/sandbox/faults", body: faults)
+    }
+
+    /// Replaces the faults injected into the key set and the provider's other published
+    /// documents (and nothing else).
+    public func setKeyFaults(_ faults: SandboxFaults) async throws {
+        _ = try await transport.send(.PUT, "/sandbox/key-faults", body: faults)
+    }
+
+    /// Moves the sandbox's clock `seconds` forward, so codes, tokens and client secrets age
+    /// without waiting; it never goes back.
+    public func advanceClock(by seconds: Double) async throws {
+        try await transport.advanceClock(by: seconds)
     }
 }

@@ -65,12 +65,7 @@ public struct RevokerApp: Sendable {
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         logger: Logger
     ) async throws {
-        let settings: PostgresClient.Configuration
-        do {
-            settings = try configuration.databaseConfiguration()
-        } catch let error as ConfigurationError {
-            throw RevokerAppError(.configuration, error.message)
-        }
+        let settings = try Self.databaseSettings(configuration)
         self.configuration = configuration
         self.logger = logger
         self.database = PostgresClient(configuration: settings, backgroundLogger: logger)
@@ -78,155 +73,49 @@ public struct RevokerApp: Sendable {
         self.metrics = PrometheusCollectorRegistry()
         (self.ports, self.portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         self.servesAPI = parts.contains(.api)
-        if !parts.isEmpty {
-            OpenFileLimit.raise(
-                need: OpenFileLimit.need(
-                    workerConcurrency: parts.contains(.worker) ? configuration.worker.concurrency : nil,
-                    apiConnections: parts.contains(.api) ? configuration.http.maxConnections : nil
-                ),
-                logger: logger
-            )
-        }
-        // A serving process makes the SQL path match its configuration; one-shot commands,
-        // which may run with a partial configuration, leave it alone.
-        let queue = self.queue
-        let apps = configuration.sqlApps
-        var publish: (@Sendable () async throws -> Void)?
-        if !parts.isEmpty {
-            publish = { @Sendable in try await queue.publishSQLIntake(apps: apps) }
-        }
-        self.startup = StartupCheck(
+        Self.raiseOpenFileLimit(configuration, parts: parts, logger: logger)
+        self.startup = Self.startupCheck(
+            configuration,
+            settings: settings,
             database: database,
-            place: "\(settings.host ?? "?"):\(settings.port ?? 0)",
+            queue: queue,
+            parts: parts,
             requireCurrentSchema: requireCurrentSchema,
-            endpoint: try? DatabaseEndpoint(url: configuration.databaseURL),
-            publish: publish,
             logger: logger
         )
 
+        let assembly = Assembly(
+            configuration: configuration,
+            parts: parts,
+            database: database,
+            queue: queue,
+            startup: startup,
+            metrics: Self.metricsFactory(parts, registry: metrics),
+            logger: logger
+        )
         // Every service is named: otherwise ServiceLifecycle describes each one by reflecting
         // over all its fields, which once crashed the test suite (a null array in the reflection).
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var services: [Entry] = []
         // First, so that it stops last: it flushes the spans of every part that ends before it
-        // (a drain's end, SIGTERM). Only serving processes trace; one-shot commands do not.
-        if !parts.isEmpty, let exporter = try TracingBootstrap.start(configuration.tracing, logger: logger) {
-            services.append(.init(service: exporter, serviceName: "tracing"))
-        }
+        // (a drain's end, SIGTERM).
+        services += try assembly.tracing()
         services.append(.init(service: database, serviceName: "database"))
         // Right after the database: at shutdown it stops after every writer, so its last
         // checkpoint covers their rows.
-        // One signer per process: what it signed is what the next checkpoint must extend.
-        let signer: AuditSigner?
-        do {
-            signer = parts.isEmpty ? nil : try configuration.audit.signer()
-        } catch {
-            throw RevokerAppError(.configuration, "The audit witness cannot be read: \(error)")
-        }
-        if let signer {
-            let checkpoints = AuditCheckpointService(
-                checkpoints: AuditCheckpoints(client: database, logger: logger),
-                signer: signer,
-                interval: configuration.audit.checkpointInterval,
-                metrics: parts.contains(.api) ? PrometheusMetricsFactory(registry: metrics) : MetricsSystem.factory,
-                logger: logger
-            )
-            services.append(.init(service: AfterStartup(check: startup, service: checkpoints), serviceName: "audit-checkpoints"))
-        }
-        // One pool to the providers and one cache of each provider's keys for the worker's
-        // identity tokens, the API's notifications and the identity tokens requests carry.
-        var providers = SignInProviders([])
-        var inboxes = RevokerConfiguration.plugins.flatMap(\.closedInboxes)
-        // An API without apps or messages to receive has nothing to ask a provider.
-        let active = configuration.providers.contains { !$0.settings.clientIDs.isEmpty || $0.settings.receivesMessages }
-        if parts.contains(.worker) || (parts.contains(.api) && active) {
-            let clients = configuration.makeProviderHTTPClients()
-            services.append(.init(service: HTTPClientService(clients: clients.all), serviceName: "provider-http-clients"))
-            do {
-                (providers, inboxes) = try await Self.makeProviders(configuration, clients: clients, logger: logger)
-            } catch {
-                try? await clients.shutdown()
-                throw error
-            }
-        }
+        let signer = try assembly.auditSigner()
+        services += assembly.auditCheckpoints(signer)
+        let (providers, inboxes) = try await assembly.providers(services: &services)
         if parts.contains(.worker) {
-            // Beside the API the worker records into the registry `/metrics` exports; alone it
-            // records through the process's metrics system (a no-op unless bootstrapped), as
-            // nothing would read the registry.
-            let factory: any MetricsFactory = parts.contains(.api) ? PrometheusMetricsFactory(registry: metrics) : MetricsSystem.factory
-            let owner = RevocationWorker.defaultOwner()
-            let worker = RevocationWorker(
-                queue: queue,
-                providers: providers,
-                settings: configuration.worker,
-                mode: workerMode,
-                owner: owner,
-                metrics: WorkerMetrics(factory: factory),
-                logger: logger
-            )
+            let (worker, workerServices) = assembly.worker(providers: providers, mode: workerMode)
             self.worker = worker
-            let draining = if case .drain = workerMode { true } else { false }
-            // A drain ends when the queue is empty; with webhooks, once they have its events too.
-            var workFinished: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)?
-            // Events go out from every worker process; an endpoint's lease keeps them in order.
-            if !configuration.webhooks.isEmpty {
-                if draining { workFinished = AsyncStream.makeStream(of: Void.self) }
-                let client = WebhookDeliverer.makeHTTPClient()
-                services.append(.init(service: HTTPClientService(client: client), serviceName: "webhook-http-client"))
-                let deliverer = WebhookDeliverer(
-                    endpoints: configuration.webhooks,
-                    settings: configuration.webhookDelivery,
-                    database: database,
-                    httpClient: client,
-                    owner: owner,
-                    metrics: factory,
-                    workFinished: workFinished?.stream,
-                    logger: logger
-                )
-                services.append(
-                    .init(
-                        service: AfterStartup(check: startup, service: deliverer),
-                        successTerminationBehavior: draining ? .gracefullyShutdownGroup : .cancelGroup,
-                        serviceName: "webhook-deliverer"
-                    )
-                )
-            }
-            let ending: ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior =
-                !draining ? .cancelGroup : workFinished == nil ? .gracefullyShutdownGroup : .ignore
-            services.append(
-                .init(
-                    service: AfterStartup(check: startup, service: worker, finished: workFinished?.continuation),
-                    successTerminationBehavior: ending,
-                    serviceName: "worker"
-                )
-            )
+            services += workerServices
         } else {
             self.worker = nil
         }
         if parts.contains(.api) {
-            let api = RevokerAPI(
-                database: database,
-                // A statement the API stopped waiting for is ended by the server, not left running.
-                queue: queue.statementsLimited(to: configuration.http.databaseTimeout),
-                settings: configuration.http,
-                clientIDs: configuration.clientIDsByProvider,
-                providers: providers,
-                defaultMaxAttempts: configuration.worker.maxAttempts,
-                registry: metrics,
-                inboxes: inboxes,
-                webhookApps: Dictionary(uniqueKeysWithValues: configuration.webhooks.map { ($0.name, $0.clientIDs) }),
-                auditKeys: configuration.audit.verificationKeys,
-                auditSigner: signer,
-                traced: TracingBootstrap.isBootstrapped,
-                callerSampling: configuration.tracing.callerSamplingRatio.map { .decided(ratio: $0) } ?? .followed,
-                logger: logger
-            )
+            let api = assembly.api(providers: providers, inboxes: inboxes, signer: signer, registry: metrics)
             self.api = api
-            let portContinuation = self.portContinuation
-            let application = api.application { port in
-                portContinuation.yield(port)
-                await onServerRunning(port)
-            }
-            services.append(.init(service: AfterStartup(check: startup, service: application), serviceName: "api"))
+            services.append(assembly.apiService(api, ports: portContinuation, onServerRunning: onServerRunning))
         } else {
             self.api = nil
         }
@@ -377,37 +266,5 @@ public struct RevokerApp: Sendable {
         // A registered provider left out of a configuration built in code still answers at its routes.
         let closed = RevokerConfiguration.plugins.filter { plugin in !made.contains { $0.provider.name == plugin.name } }
         return (SignInProviders(made.map(\.provider)), made.flatMap(\.inboxes) + closed.flatMap(\.closedInboxes))
-    }
-}
-
-/// Starts `service` only once the startup check has passed.
-struct AfterStartup<Wrapped: Service>: Service {
-    let check: StartupCheck
-    let service: Wrapped
-    /// Finished when the service returns or throws.
-    var finished: AsyncStream<Void>.Continuation?
-
-    func run() async throws {
-        defer { finished?.finish() }
-        try await check.run()
-        try await service.run()
-    }
-}
-
-/// Keeps HTTP clients' pools open until the group shuts down, then closes them.
-struct HTTPClientService: Service {
-    let clients: [HTTPClient]
-
-    init(client: HTTPClient) {
-        clients = [client]
-    }
-
-    init(clients: [HTTPClient]) {
-        self.clients = clients
-    }
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        for client in clients { try await client.shutdown() }
     }
 }

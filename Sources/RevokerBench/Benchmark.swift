@@ -6,6 +6,7 @@ import Logging
 import PostgresNIO
 import RevokerApp
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerWorker
 
@@ -135,8 +136,7 @@ public struct Benchmark: Sendable {
     ) async throws -> T {
         try await LocalStack.with(
             transport: transport ?? options.transport,
-            clientIDs: Self.apps,
-            googleClientIDs: google ? [Self.googleApp] : [],
+            apps: [.apple: Self.apps, .google: google ? [Self.googleApp] : []],
             worker: worker,
             sandbox: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
             google: .init(faults: SandboxFaults(latencyMilliseconds: latency)),

@@ -86,9 +86,7 @@ extension Demo {
                 // Every grant the account ever had: those the deletion revoked, and the one that died before it.
                 for grant in try await queue.grants(accountReference: account) {
                     guard let signIn = signIns.first(where: { $0.account == account && $0.provider.rawValue == grant.provider }) else { continue }
-                    let record =
-                        signIn.provider == .google
-                        ? try await sandbox.google.grant(signIn.sandboxGrant) : try await sandbox.admin.grant(signIn.sandboxGrant)
+                    let record = try await sandbox.admin(for: signIn.provider).grant(signIn.sandboxGrant)
                     // The grant the user revoked in Settings is dead without a call; every other is revoked once.
                     let died = signIn.subject == quitter.subject
                     if grant.state != (died ? .dead : .revoked) || !record.revoked || record.codeExchanges != 1

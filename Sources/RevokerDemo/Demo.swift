@@ -32,28 +32,11 @@ public struct Demo: Sendable {
         self.output = output
     }
 
-    struct Scenario: Sendable {
-        var reference: String
-        var app: Int
-        var kind: CredentialKind
-        var story: String
-        var expected: RevocationOutcome
-        var redirectURI: String? = nil
-        var userID: String? = nil
-        var viaSQL = false
-        var provider = ProviderName.apple
-        var grantID = ""
-        var secret = ""
-    }
-
     /// Runs the demo; returns how many requests did not end as expected (0 when all did).
     public func run() async throws -> Int {
-        let databaseURL = self.databaseURL
-        let logger = self.logger
-        return try await RunningSandbox.with { sandbox in
+        try await RunningSandbox.with { sandbox in
             let files = try LocalConfiguration(
-                clientIDs: ["com.example.notes", "com.example.photos.web"],
-                googleClientIDs: ["1000-notes.apps.googleusercontent.com"],
+                apps: [.apple: ["com.example.notes", "com.example.photos.web"], .google: ["1000-notes.apps.googleusercontent.com"]],
                 worker: ["retry_base_seconds": 0.2]
             )
             defer { try? FileManager.default.removeItem(at: files.directory) }
@@ -62,242 +45,104 @@ public struct Demo: Sendable {
                 file: files.configFile,
                 environment: files.environment(databaseURL: databaseURL, sandbox: sandbox)
             )
-            let notes = files.apps[0].clientID
-            let photos = files.apps[1].clientID
-            let googleNotes = files.googleApps[0].clientID
+            let apple = files.clientIDs(.apple)
+            let google = files.clientIDs(.google)[0]
             section(
-                "1. Apple sandbox on \(sandbox.baseURL), Google's on \(sandbox.googleBaseURL); Apple apps \(notes) and \(photos) registered with fresh keys, Google client \(googleNotes) with a fresh secret"
+                "1. Apple sandbox on \(sandbox.baseURL), Google's on \(sandbox.googleBaseURL); Apple apps \(apple[0]) and \(apple[1]) registered with fresh keys, Google client \(google) with a fresh secret"
             )
-
-            try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
-                let applied = try await running.app.migrate()
-                section(
-                    "2. Migrated the revoker schema (\(applied.isEmpty ? "already current" : "applied \(applied.map(String.init).joined(separator: ", "))"))"
-                )
-            }
-
-            let planned = [
-                Scenario(reference: "user-1001", app: 0, kind: .authorizationCode, story: "code from the iOS app", expected: .revoked),
-                Scenario(
-                    reference: "user-1002",
-                    app: 0,
-                    kind: .authorizationCode,
-                    story: "code from the web, bound to a redirect_uri",
-                    expected: .revoked,
-                    redirectURI: "https://notes.example.com/auth/apple/callback"
-                ),
-                Scenario(
-                    reference: "user-1003",
-                    app: 0,
-                    kind: .refreshToken,
-                    story: "stored refresh token, Apple user id given",
-                    expected: .revoked,
-                    userID: "000003.demo"
-                ),
-                Scenario(reference: "user-1004", app: 0, kind: .refreshToken, story: "stored refresh token", expected: .revoked),
-                Scenario(reference: "user-1005", app: 0, kind: .accessToken, story: "only an access token was kept", expected: .revoked),
-                Scenario(reference: "user-1006", app: 0, kind: .refreshToken, story: "user already revoked in Settings", expected: .alreadyInvalid),
-                Scenario(
-                    reference: "user-1007",
-                    app: 0,
-                    kind: .refreshToken,
-                    story: "backend mixed up users: token of another Apple id",
-                    expected: .subjectMismatch,
-                    userID: "000999.someone-else"
-                ),
-                Scenario(
-                    reference: "user-1008",
-                    app: 0,
-                    kind: .authorizationCode,
-                    story: "code already exchanged at sign-in",
-                    expected: .codeRejected
-                ),
-                Scenario(reference: "acct-77", app: 1, kind: .refreshToken, story: "second app, stored refresh token", expected: .revoked),
-                Scenario(
-                    reference: "acct-78",
-                    app: 1,
-                    kind: .refreshToken,
-                    story: "enqueued by SQL inside the app's own transaction",
-                    expected: .revoked,
-                    viaSQL: true
-                ),
-                Scenario(
-                    reference: "user-1001",
-                    app: 0,
-                    kind: .refreshToken,
-                    story: "the same account also signed in with Google",
-                    expected: .revoked,
-                    userID: "110000000000000001001",
-                    provider: .google
-                ),
-                Scenario(
-                    reference: "user-1009",
-                    app: 0,
-                    kind: .authorizationCode,
-                    story: "Google server auth code, never exchanged",
-                    expected: .revoked,
-                    provider: .google
-                ),
-                Scenario(
-                    reference: "user-1010",
-                    app: 0,
-                    kind: .refreshToken,
-                    story: "user removed the app's access to their Google account",
-                    expected: .alreadyInvalid,
-                    provider: .google
-                ),
-            ]
-
-            let scenarios = try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
-                let database = running.database
-                return try await RevokerApp.withProviders(configuration, logger: logger) { providers in
-                    var scenarios = planned
-                    let queue = RevocationQueue(client: database, sealer: configuration.sealer, logger: logger)
-                    for index in scenarios.indices where scenarios[index].provider == .google {
-                        let scenario = scenarios[index]
-                        let subject = scenario.userID ?? "1100000000000000\(index)"
-                        let minted: SandboxAdmin.Minted =
-                            switch scenario.kind {
-                            case .authorizationCode: try await sandbox.google.mintCode(.init(clientID: googleNotes, subject: subject))
-                            default: try await sandbox.google.mintRefreshToken(clientID: googleNotes, subject: subject)
-                            }
-                        (scenarios[index].grantID, scenarios[index].secret) = (minted.grantID, minted.value)
-                        if scenario.expected == .alreadyInvalid {
-                            try await sandbox.withGoogleClient { try await $0.revoke(token: minted.value) }
-                        }
-                        _ = try await queue.enqueue(
-                            try NewRevocation(
-                                provider: scenario.provider.rawValue,
-                                clientID: googleNotes,
-                                externalReference: scenario.reference,
-                                userID: scenario.userID,
-                                credential: Credential(kind: scenario.kind, secret: minted.value)
-                            ),
-                            actor: "demo"
-                        )
-                    }
-                    for index in scenarios.indices where scenarios[index].provider == .apple {
-                        let scenario = scenarios[index]
-                        let clientID = files.apps[scenario.app].clientID
-                        let subject = scenario.userID.map { $0.contains("someone-else") ? "000007.demo" : $0 } ?? "0000\(index).demo"
-                        let minted: SandboxAdmin.Minted
-                        switch scenario.kind {
-                        case .authorizationCode:
-                            minted = try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: scenario.redirectURI)
-                        case .accessToken: minted = try await sandbox.admin.mintAccessToken(clientID: clientID, subject: subject)
-                        default: minted = try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
-                        }
-                        scenarios[index].grantID = minted.grantID
-                        scenarios[index].secret = minted.value
-                        switch scenario.expected {
-                        case .alreadyInvalid:
-                            try await providers.app(provider: .apple, clientID: clientID)?.revoke(token: minted.value, kind: .refreshToken)
-                        case .codeRejected:
-                            _ = try await providers.app(provider: .apple, clientID: clientID)?.exchange(code: minted.value, redirectURI: nil)
-                        default: break
-                        }
-                        if scenario.viaSQL {
-                            try await database.withTransaction(logger: logger) { connection in
-                                // The app deletes its user and enqueues the revocation in one transaction.
-                                _ = try await connection.query(
-                                    "SELECT revoker.enqueue_revocation(\(clientID), \(scenario.reference), \(scenario.kind.rawValue), \(minted.value))",
-                                    logger: logger
-                                ).collect()
-                            }
-                        } else {
-                            _ = try await queue.enqueue(
-                                try NewRevocation(
-                                    clientID: clientID,
-                                    externalReference: scenario.reference,
-                                    userID: scenario.userID,
-                                    credential: Credential(kind: scenario.kind, secret: minted.value),
-                                    redirectURI: scenario.redirectURI
-                                ),
-                                actor: "demo"
-                            )
-                        }
-                    }
-                    return scenarios
-                }
-            }
-            section("3. Enqueued \(scenarios.count) deletions")
-            for scenario in scenarios {
-                output("   \(pad(scenario.reference, 10)) \(pad(scenario.provider.rawValue, 7)) \(pad(scenario.kind.rawValue, 19)) \(scenario.story)")
-            }
-
-            let drain = try await RevokerApp(
-                configuration: configuration,
-                parts: .worker,
-                workerMode: .drain(deadline: .now + .seconds(120)),
-                logger: logger
-            )
-            try await drain.run()
-            guard let report = drain.worker?.report() else { return 1 }
-            section("4. Drained: \(report.succeeded) succeeded, \(report.failed) failed, \(report.retriesScheduled) retries")
-
-            let surprises = try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
-                let database = running.database
-                let queue = running.app.queue
-                let requests = try await queue.list(RevocationFilter(limit: 100))
-                output("   \(pad("reference", 10)) \(pad("via", 7)) \(pad("outcome", 17)) \(pad("expected", 17)) the provider's record of the grant")
-                var surprises = 0
-                for scenario in scenarios {
-                    let request = requests.first { $0.externalReference == scenario.reference && $0.provider == scenario.provider.rawValue }
-                    let grant =
-                        scenario.provider == .google
-                        ? try await sandbox.google.grant(scenario.grantID) : try await sandbox.admin.grant(scenario.grantID)
-                    let outcome = request?.outcome?.rawValue ?? request?.state.rawValue ?? "missing"
-                    if outcome != scenario.expected.rawValue { surprises += 1 }
-                    let record = "revoked=\(grant.revoked) code_exchanges=\(grant.codeExchanges) validations=\(grant.validations)"
-                    output(
-                        "   \(pad(scenario.reference, 10)) \(pad(scenario.provider.rawValue, 7)) \(pad(outcome, 17)) \(pad(scenario.expected.rawValue, 17)) \(record)"
-                    )
-                }
-
-                let audit = try await AuditLog(client: database, logger: logger).query(AuditQuery(limit: 1000))
-                let leaked = audit.records.filter { record in
-                    let text = [record.detail, record.providerErrorDescription, record.providerError, record.actor].compactMap { $0 }.joined(
-                        separator: " "
-                    )
-                    return scenarios.contains { text.contains($0.secret) }
-                }
-                if !leaked.isEmpty { surprises += 1 }
-                section(
-                    "5. The audit trail, by request (\(audit.records.count) events; \(leaked.isEmpty ? "checked: no code or token appears in it" : "A TOKEN APPEARS IN \(leaked.count) EVENTS"))"
-                )
-                // One block per request, in the order the scenarios name their references: an
-                // account's Apple and Google requests are two blocks, not one interleaved list.
-                let byRequest = Dictionary(grouping: audit.records, by: \.requestID)
-                let references = scenarios.map(\.reference)
-                let blocks = byRequest.values.sorted { a, b in
-                    let (left, right) = (
-                        references.firstIndex(of: a[0].externalReference ?? "") ?? .max,
-                        references.firstIndex(of: b[0].externalReference ?? "") ?? .max
-                    )
-                    return left != right ? left < right : a[0].id < b[0].id
-                }
-                for records in blocks where references.contains(records[0].externalReference ?? "") {
-                    let first = records[0]
-                    output(
-                        "   request \(first.requestID.map { String($0.uuidString.lowercased().prefix(8)) } ?? "-") \(first.externalReference ?? "-") \(first.clientID ?? "")"
-                    )
-                    for record in records {
-                        let apple = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError].compactMap { $0 }.joined(
-                            separator: " "
-                        )
-                        output(
-                            "     \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
-                        )
-                    }
-                }
-                return surprises
-            }
-            let told = try await accountDeletion(configuration: configuration, sandbox: sandbox, clientID: notes)
-            let held = try await custody(configuration: configuration, sandbox: sandbox, apple: notes, google: googleNotes)
+            try await migrate(configuration)
+            let scenarios = try await enqueue(Self.mix, configuration: configuration, sandbox: sandbox, apple: apple, google: google)
+            guard try await drain(configuration) else { return 1 }
+            let surprises = try await showOutcomes(of: scenarios, configuration: configuration, sandbox: sandbox)
+            let told = try await accountDeletion(configuration: configuration, sandbox: sandbox, clientID: apple[0])
+            let held = try await custody(configuration: configuration, sandbox: sandbox, apple: apple[0], google: google)
             let missed = surprises + told + held
             section(missed == 0 ? "Every request and grant ended as expected." : "\(missed) request(s) or grant(s) did not end as expected.")
             return missed
         }
+    }
+
+    /// Applies the migrations.
+    func migrate(_ configuration: RevokerConfiguration) async throws {
+        try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
+            let applied = try await running.app.migrate()
+            section(
+                "2. Migrated the revoker schema (\(applied.isEmpty ? "already current" : "applied \(applied.map(String.init).joined(separator: ", "))"))"
+            )
+        }
+    }
+
+    /// Drains the queue once with a worker; false when the worker was not built.
+    func drain(_ configuration: RevokerConfiguration) async throws -> Bool {
+        let drain = try await RevokerApp(
+            configuration: configuration,
+            parts: .worker,
+            workerMode: .drain(deadline: .now + .seconds(120)),
+            logger: logger
+        )
+        try await drain.run()
+        guard let report = drain.worker?.report() else { return false }
+        section("4. Drained: \(report.succeeded) succeeded, \(report.failed) failed, \(report.retriesScheduled) retries")
+        return true
+    }
+
+    /// Each scenario's outcome beside the one expected and the provider's record of the grant,
+    /// then the audit trail; returns how many did not end as expected (a token in the trail counts once).
+    func showOutcomes(of scenarios: [Scenario], configuration: RevokerConfiguration, sandbox: RunningSandbox) async throws -> Int {
+        try await RevokerApp(configuration: configuration, requireCurrentSchema: false, logger: logger).withRunning { running in
+            let requests = try await running.app.queue.list(RevocationFilter(limit: 100))
+            output("   \(pad("reference", 10)) \(pad("via", 7)) \(pad("outcome", 17)) \(pad("expected", 17)) the provider's record of the grant")
+            var surprises = 0
+            for scenario in scenarios {
+                let request = requests.first { $0.externalReference == scenario.reference && $0.provider == scenario.provider.rawValue }
+                let grant = try await sandbox.admin(for: scenario.provider).grant(scenario.grantID)
+                let outcome = request?.outcome?.rawValue ?? request?.state.rawValue ?? "missing"
+                if outcome != scenario.expected.rawValue { surprises += 1 }
+                let record = "revoked=\(grant.revoked) code_exchanges=\(grant.codeExchanges) validations=\(grant.validations)"
+                output(
+                    "   \(pad(scenario.reference, 10)) \(pad(scenario.provider.rawValue, 7)) \(pad(outcome, 17)) \(pad(scenario.expected.rawValue, 17)) \(record)"
+                )
+            }
+            return try await surprises + showAuditTrail(of: scenarios, database: running.database)
+        }
+    }
+
+    /// The audit trail, one block per request; returns 1 when a code or token appears in it.
+    func showAuditTrail(of scenarios: [Scenario], database: PostgresClient) async throws -> Int {
+        let audit = try await AuditLog(client: database, logger: logger).query(AuditQuery(limit: 1000))
+        let leaked = audit.records.filter { record in
+            let text = [record.detail, record.providerErrorDescription, record.providerError, record.actor].compactMap { $0 }.joined(separator: " ")
+            return scenarios.contains { text.contains($0.secret) }
+        }
+        section(
+            "5. The audit trail, by request (\(audit.records.count) events; \(leaked.isEmpty ? "checked: no code or token appears in it" : "A TOKEN APPEARS IN \(leaked.count) EVENTS"))"
+        )
+        // One block per request, in the order the scenarios name their references: an
+        // account's Apple and Google requests are two blocks, not one interleaved list.
+        let byRequest = Dictionary(grouping: audit.records, by: \.requestID)
+        let references = scenarios.map(\.reference)
+        let blocks = byRequest.values.sorted { a, b in
+            let (left, right) = (
+                references.firstIndex(of: a[0].externalReference ?? "") ?? .max,
+                references.firstIndex(of: b[0].externalReference ?? "") ?? .max
+            )
+            return left != right ? left < right : a[0].id < b[0].id
+        }
+        for records in blocks where references.contains(records[0].externalReference ?? "") {
+            let first = records[0]
+            output(
+                "   request \(first.requestID.map { String($0.uuidString.lowercased().prefix(8)) } ?? "-") \(first.externalReference ?? "-") \(first.clientID ?? "")"
+            )
+            for record in records {
+                let apple = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError].compactMap { $0 }.joined(
+                    separator: " "
+                )
+                output(
+                    "     \(record.occurredAt.formatted(.iso8601.time(includingFractionalSeconds: true))) \(pad(record.event, 18)) \(pad(apple, 28)) \(record.detail ?? "")"
+                )
+            }
+        }
+        return leaked.isEmpty ? 0 : 1
     }
 
     /// A user with a deletion still queued deletes their Apple account: Apple notifies the API,

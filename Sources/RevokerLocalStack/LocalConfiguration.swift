@@ -4,10 +4,11 @@ import Crypto
 import Foundation
 import GoogleSignInSandbox
 import RevokerEvidence
+import RevokerProvider
 import RevokerStore
 
-/// An app's key and identifiers written to a temporary directory, as an operator would lay them out.
-public struct LocalAppFiles: Sendable {
+/// An Apple app's key and identifiers written to a temporary directory, as an operator would lay them out.
+public struct LocalAppFiles: LocalApp {
     public let clientID: String
     public let teamID: String
     public let keyID: String
@@ -31,15 +32,23 @@ public struct LocalAppFiles: Sendable {
     }
 
     /// The JSON object for the configuration file's `apps` list.
-    public func configurationEntry(redirectURI: String? = nil) -> [String: String] {
-        var entry = ["client_id": clientID, "team_id": teamID, "key_id": keyID, "private_key_file": privateKeyFile]
-        if let redirectURI { entry["redirect_uri"] = redirectURI }
-        return entry
+    public var configurationEntry: [String: String] {
+        ["client_id": clientID, "team_id": teamID, "key_id": keyID, "private_key_file": privateKeyFile]
+    }
+
+    /// The key's lines.
+    public var secretTexts: [String] {
+        privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
+    }
+
+    /// Registers the public key with the Apple sandbox.
+    public func register(with sandbox: RunningSandbox) async throws {
+        try await sandbox.admin.register(.init(clientID: clientID, teamID: teamID, keyID: keyID, publicKeyPEM: publicKeyPEM))
     }
 }
 
 /// A Google OAuth client's id and secret file, as an operator lays them out.
-public struct LocalGoogleAppFiles: Sendable {
+public struct LocalGoogleAppFiles: LocalApp {
     public let clientID: String
     /// The secret (to register with the sandbox, and to search captured output for).
     public let clientSecret: String
@@ -55,6 +64,13 @@ public struct LocalGoogleAppFiles: Sendable {
 
     /// The JSON object for the configuration file's `google.apps` list.
     public var configurationEntry: [String: String] { ["client_id": clientID, "client_secret_file": clientSecretFile] }
+
+    public var secretTexts: [String] { [clientSecret] }
+
+    /// Registers the client and its secret with the Google sandbox.
+    public func register(with sandbox: RunningSandbox) async throws {
+        try await sandbox.google.register(clientID: clientID, clientSecret: clientSecret)
+    }
 }
 
 /// A temporary directory holding a configuration file, keys and a sealing keyring.
@@ -65,23 +81,27 @@ public struct LocalConfiguration: Sendable {
     public let intakeKeysFile: String
     /// The Ed25519 key that signs the audit trail's checkpoints and receipts.
     public let auditSigningKeyFile: String
-    public let apps: [LocalAppFiles]
-    public let googleApps: [LocalGoogleAppFiles]
+    /// Each provider's apps, in the order given.
+    public let apps: [ProviderName: [any LocalApp]]
 
-    /// Writes keys for `clientIDs`, a sealing keyring and a configuration file pointing at them;
-    /// `settings` are further top-level settings (`webhooks`, …).
+    /// Writes files for each provider's apps (`[.apple: ["com.example.app"]]`), a sealing
+    /// keyring and a configuration file pointing at them; `settings` are further top-level
+    /// settings (`webhooks`, …).
     public init(
-        clientIDs: [String],
-        googleClientIDs: [String] = [],
+        apps clientIDs: [ProviderName: [String]],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:]
     ) throws {
+        precondition(clientIDs.keys.allSatisfy { name in LocalProvider.all.contains { $0.name == name } }, "a provider the local stack does not know")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         self.directory = directory
-        apps = try clientIDs.map { try LocalAppFiles(clientID: $0, directory: directory) }
-        googleApps = try googleClientIDs.map { try LocalGoogleAppFiles(clientID: $0, directory: directory) }
+        var apps: [ProviderName: [any LocalApp]] = [:]
+        for provider in LocalProvider.all {
+            apps[provider.name] = try clientIDs[provider.name, default: []].map { try provider.makeApp($0, directory) }
+        }
+        self.apps = apps
         sealingKeysFile = directory.appendingPathComponent("sealing-keys").path
         try writeSecret(try CredentialKeyring.generateEntry(keyID: "k1") + "\n", to: sealingKeysFile)
         intakeKeysFile = directory.appendingPathComponent("intake-keys.pem").path
@@ -90,10 +110,12 @@ public struct LocalConfiguration: Sendable {
         try writeSecret(AuditSigningKey().pemRepresentation + "\n", to: auditSigningKeyFile)
         configFile = directory.appendingPathComponent("revoker.json").path
         var document: [String: Any] = [
-            "sealing_keys_file": sealingKeysFile, "intake_keys_file": intakeKeysFile, "apps": apps.map { $0.configurationEntry() },
-            "audit": ["signing_key_file": auditSigningKeyFile],
+            "sealing_keys_file": sealingKeysFile, "intake_keys_file": intakeKeysFile, "audit": ["signing_key_file": auditSigningKeyFile],
         ]
-        if !googleApps.isEmpty { document["google"] = ["apps": googleApps.map(\.configurationEntry)] }
+        for provider in LocalProvider.all {
+            guard let entries = apps[provider.name]?.map(\.configurationEntry), !entries.isEmpty else { continue }
+            document.insert(entries, at: provider.appsKey)
+        }
         if !worker.isEmpty { document["worker"] = worker }
         if !http.isEmpty { document["http"] = http }
         for (key, value) in settings {
@@ -113,47 +135,54 @@ public struct LocalConfiguration: Sendable {
     private static let sharedIntakeKey = Result { try IntakeKey.generate() }
 
     /// The environment for a `revoker` process using this configuration, the database and the
-    /// sandboxes (Google's at `appleBaseURL` + `/google` unless given); `trustRootsFile` is the
-    /// sandbox's throw-away authority when it serves HTTPS.
-    public func environment(
-        databaseURL: String,
-        appleBaseURL: String,
-        googleBaseURL: String? = nil,
-        trustRootsFile: String? = nil
-    ) -> [String: String] {
-        let google = googleBaseURL ?? appleBaseURL + "/google"
-        var environment = [
-            "REVOKER_CONFIG": configFile, "DATABASE_URL": databaseURL, "REVOKER_APPLE_BASE_URL": appleBaseURL,
-            "REVOKER_GOOGLE_OAUTH_BASE_URL": google, "REVOKER_GOOGLE_CERTS_URL": google + "/oauth2/v3/certs",
-            "REVOKER_GOOGLE_RISC_CONFIGURATION_URL": google + "/.well-known/risc-configuration",
-        ]
+    /// sandboxes served at `baseURL` (each provider's under its path); `trustRootsFile` is the
+    /// sandboxes' throw-away authority when they serve HTTPS.
+    public func environment(databaseURL: String, baseURL: String, trustRootsFile: String? = nil) -> [String: String] {
+        var environment = ["REVOKER_CONFIG": configFile, "DATABASE_URL": databaseURL]
+        for provider in LocalProvider.all { environment.merge(provider.environment(baseURL + provider.path)) { $1 } }
         if let trustRootsFile { environment["REVOKER_EXTRA_TRUST_ROOTS_FILE"] = trustRootsFile }
         return environment
     }
 
     /// The environment for a `revoker` process using this configuration, the database and `sandbox`.
     public func environment(databaseURL: String, sandbox: RunningSandbox) -> [String: String] {
-        environment(
-            databaseURL: databaseURL,
-            appleBaseURL: sandbox.baseURL,
-            googleBaseURL: sandbox.googleBaseURL,
-            trustRootsFile: sandbox.trustRootsFile
-        )
+        environment(databaseURL: databaseURL, baseURL: sandbox.baseURL, trustRootsFile: sandbox.trustRootsFile)
     }
 
-    /// Registers every app's public key, and every Google client's secret, with the sandboxes.
+    /// The client IDs of `provider`'s apps, in the order given.
+    public func clientIDs(_ provider: ProviderName) -> [String] {
+        apps[provider, default: []].map(\.clientID)
+    }
+
+    /// The apps of one kind, in the order given: `files.apps(LocalAppFiles.self)[0].teamID`.
+    public func apps<App: LocalApp>(_ type: App.Type) -> [App] {
+        LocalProvider.all.flatMap { apps[$0.name, default: []] }.compactMap { $0 as? App }
+    }
+
+    /// Registers every app with its provider's sandbox.
     public func register(with sandbox: RunningSandbox) async throws {
-        for app in apps {
-            try await sandbox.admin.register(.init(clientID: app.clientID, teamID: app.teamID, keyID: app.keyID, publicKeyPEM: app.publicKeyPEM))
-        }
-        for app in googleApps {
-            try await sandbox.google.register(clientID: app.clientID, clientSecret: app.clientSecret)
+        for provider in LocalProvider.all {
+            for app in apps[provider.name, default: []] { try await app.register(with: sandbox) }
         }
     }
 
     /// The secrets in these files, line by line, to search captured output for.
     public var secretTexts: [String] {
-        apps.flatMap { $0.privateKeyPEM.split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init) } + googleApps.map(\.clientSecret)
+        LocalProvider.all.flatMap { apps[$0.name, default: []] }.flatMap(\.secretTexts)
+    }
+}
+
+extension [String: Any] {
+    /// Sets `value` at a path of keys, making the objects on the way.
+    mutating func insert(_ value: Any, at path: [String]) {
+        guard let key = path.first else { return }
+        if path.count == 1 {
+            self[key] = value
+        } else {
+            var object = self[key] as? [String: Any] ?? [:]
+            object.insert(value, at: Array(path.dropFirst()))
+            self[key] = object
+        }
     }
 }
 

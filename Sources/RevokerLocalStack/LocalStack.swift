@@ -3,6 +3,7 @@ import Foundation
 import GoogleSignInSandbox
 import Logging
 import RevokerApp
+import RevokerProvider
 import RevokerStore
 
 /// Revoker's surroundings on one machine, without Apple: a scratch database with every
@@ -28,7 +29,7 @@ public struct LocalStack: Sendable {
     ///
     /// - Parameters:
     ///   - transport: how the sandbox is reached (by default as providers are: HTTPS, HTTP/2).
-    ///   - clientIDs: the apps, configured and registered with the sandbox.
+    ///   - apps: each provider's apps (client IDs), configured and registered with its sandbox.
     ///   - worker: `worker` settings for the configuration file.
     ///   - http: `http` settings for the configuration file.
     ///   - settings: further top-level settings for the configuration file (`webhooks`, …).
@@ -37,8 +38,7 @@ public struct LocalStack: Sendable {
     ///   - server: the PostgreSQL server to make the database on (default: `DATABASE_URL`).
     public static func with<T: Sendable>(
         transport: SandboxTransport = .https,
-        clientIDs: [String],
-        googleClientIDs: [String] = [],
+        apps: [ProviderName: [String]],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:],
@@ -50,13 +50,7 @@ public struct LocalStack: Sendable {
     ) async throws -> T {
         try await ScratchDatabase.withScratchDatabase(on: server, .migrated, logger: logger) { database in
             try await RunningSandbox.with(transport: transport, configuration: sandboxConfiguration, google: googleConfiguration) { sandbox in
-                let files = try LocalConfiguration(
-                    clientIDs: clientIDs,
-                    googleClientIDs: googleClientIDs,
-                    worker: worker,
-                    http: http,
-                    settings: settings
-                )
+                let files = try LocalConfiguration(apps: apps, worker: worker, http: http, settings: settings)
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await reportingStall("registering apps with the sandbox") { try await files.register(with: sandbox) }
                 let configuration = try RevokerConfiguration.load(

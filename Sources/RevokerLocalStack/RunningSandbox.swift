@@ -84,6 +84,14 @@ public struct RunningSandbox: Sendable {
         }
     }
 
+    /// The admin surface of `provider`'s sandbox, for the calls every sandbox answers alike.
+    public func admin(for provider: ProviderName) -> any SandboxAdminClient {
+        guard let local = LocalProvider.all.first(where: { $0.name == provider }) else {
+            preconditionFailure("the local stack has no sandbox for \(provider)")
+        }
+        return local.admin(baseURL + local.path, httpClient)
+    }
+
     /// The sandbox's throw-away authority (over HTTPS), for a client to trust.
     public func authorityCertificate() throws -> NIOSSLCertificate {
         guard let certificate = authority.first else { throw SandboxNotHTTPS() }

@@ -48,11 +48,14 @@ public struct RevokerTestStack: Sendable {
         public var all: [String] { values.withLock { $0 } }
     }
 
+    /// The apps a stack has unless a test names others: two Apple apps.
+    public static let defaultApps: [ProviderName: [String]] = [.apple: ["com.example.notes", "com.example.photos"]]
+
     /// Sets the stack up, runs `body`, and takes it down (also when `body` throws).
     ///
     /// - Parameters:
-    ///   - clientIDs: the apps configured (and registered with the sandbox).
-    ///   - googleClientIDs: the Google apps configured (and registered with the Google sandbox).
+    ///   - apps: each provider's apps (client IDs), configured and registered with its sandbox; a
+    ///     provider named here replaces its ``defaultApps``, the others keep theirs.
     ///   - worker: `worker` settings for the configuration file.
     ///   - http: `http` settings for the configuration file.
     ///   - settings: further top-level settings for the configuration file (`webhooks`, …).
@@ -61,8 +64,7 @@ public struct RevokerTestStack: Sendable {
     ///   - server: another PostgreSQL server's URL (default: `DATABASE_URL`).
     ///   - serving: the parts of the program to run around `body` (`.api`, `.worker`); none by default.
     public static func with<T: Sendable>(
-        clientIDs: [String] = ["com.example.notes", "com.example.photos"],
-        googleClientIDs: [String] = [],
+        apps: [ProviderName: [String]] = [:],
         worker: [String: any Sendable] = [:],
         http: [String: any Sendable] = [:],
         settings: [String: any Sendable] = [:],
@@ -73,8 +75,7 @@ public struct RevokerTestStack: Sendable {
         _ body: (RevokerTestStack) async throws -> T
     ) async throws -> T {
         try await LocalStack.with(
-            clientIDs: clientIDs,
-            googleClientIDs: googleClientIDs,
+            apps: defaultApps.merging(apps) { $1 },
             worker: worker,
             http: http,
             settings: settings,
@@ -132,11 +133,9 @@ public struct RevokerTestStack: Sendable {
         switch (provider, kind) {
         case (.google, .authorizationCode):
             minted = try await sandbox.google.mintCode(.init(clientID: clientID, subject: subject, redirectURI: redirectURI))
-        case (.google, .accessToken): minted = try await sandbox.google.mintAccessToken(clientID: clientID, subject: subject)
-        case (.google, _): minted = try await sandbox.google.mintRefreshToken(clientID: clientID, subject: subject)
         case (_, .authorizationCode): minted = try await sandbox.admin.mintCode(clientID: clientID, subject: subject, redirectURI: redirectURI)
-        case (_, .accessToken): minted = try await sandbox.admin.mintAccessToken(clientID: clientID, subject: subject)
-        default: minted = try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
+        case (_, .accessToken): minted = try await sandbox.admin(for: provider).mintAccessToken(clientID: clientID, subject: subject)
+        default: minted = try await sandbox.admin(for: provider).mintRefreshToken(clientID: clientID, subject: subject)
         }
         secrets.add(minted.value)
         let result = try await queue.enqueue(
@@ -222,11 +221,7 @@ public struct RevokerTestStack: Sendable {
                 let (index, subject) = (next, "\(accountReference)-user-\(next)")
                 next += 1
                 group.addTask {
-                    let token =
-                        provider == .google
-                        ? try await sandbox.google.mintRefreshToken(clientID: clientID, subject: subject)
-                        : try await sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
-                    return (index, token)
+                    (index, try await sandbox.admin(for: provider).mintRefreshToken(clientID: clientID, subject: subject))
                 }
             }
             for _ in 0..<16 { add() }

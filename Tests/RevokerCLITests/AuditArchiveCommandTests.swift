@@ -2,6 +2,7 @@ import Foundation
 import PostgresNIO
 import RevokerEvidence
 import RevokerLocalStack
+import RevokerProvider
 @_spi(History) import RevokerStore
 import RevokerTesting
 import Testing
@@ -24,7 +25,7 @@ struct AuditArchiveCommandTests {
     @Test func theReadmeArchivesMonthsVerifiesTheFileAndIssuesAReceiptFromIt() async throws {
         let documented = try ReadmeCommandTests.commands()
         for command in Self.archiveCommands { #expect(documented.contains(command), "the README shows \(command)") }
-        try await RevokerTestStack.with(clientIDs: ["com.example.notes"]) { stack in
+        try await RevokerTestStack.with(apps: [.apple: ["com.example.notes"]]) { stack in
             let client = stack.database.client
             let key = try AuditSigningKey(pemRepresentation: String(contentsOfFile: stack.files.auditSigningKeyFile, encoding: .utf8))
             // Two requests of November 2025, one going on in December, then this month's trail.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import RevokerEvidence
+import RevokerProvider
 import RevokerStore
 import Testing
 
@@ -41,7 +42,7 @@ struct AuditVerifyCommandTests {
 
     /// Four revocations run against the sandbox, every row under a checkpoint.
     static func withTrail<T: Sendable>(_ body: (RevokerTestStack, [String: String]) async throws -> T) async throws -> T {
-        try await RevokerTestStack.with(clientIDs: ["com.example.notes"]) { stack in
+        try await RevokerTestStack.with(apps: [.apple: ["com.example.notes"]]) { stack in
             _ = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "user-", count: 4)
             _ = try await stack.drain()
             let environment = stack.files.environment(databaseURL: stack.database.url, sandbox: stack.sandbox)

@@ -4,6 +4,7 @@ import GoogleSignInSandbox
 import ProviderSandbox
 import RevokerEvidence
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing
@@ -21,7 +22,9 @@ struct CheckKeygenCommandTests {
         _ configuration: LocalConfiguration,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
-        let lines = configuration.apps.flatMap { $0.privateKeyPEM.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") } }
+        let lines = configuration.apps(LocalAppFiles.self).flatMap {
+            $0.privateKeyPEM.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("-----") }
+        }
         for line in lines {
             #expect(!result.stdout.contains(line) && !result.stderr.contains(line), "private key material printed", sourceLocation: sourceLocation)
         }
@@ -32,7 +35,7 @@ struct CheckKeygenCommandTests {
 
     @Test("check prints each app's decoded client secret header and claims, never the signature or key")
     func offline() async throws {
-        let configuration = try LocalConfiguration(clientIDs: ["com.example.app", "com.example.web"])
+        let configuration = try LocalConfiguration(apps: [.apple: ["com.example.app", "com.example.web"]])
         defer { try? FileManager.default.removeItem(at: configuration.directory) }
         let result = try await RevokerProcess.run(["check", "--config", configuration.configFile], environment: [:])
         #expect(result.status == 0, "\(result.stderr)")
@@ -62,9 +65,9 @@ struct CheckKeygenCommandTests {
 
     @Test("a key file other users may read is a warning, and --strict refuses it")
     func keyFilesOthersMayRead() async throws {
-        let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
+        let configuration = try LocalConfiguration(apps: [.apple: ["com.example.app"]])
         defer { try? FileManager.default.removeItem(at: configuration.directory) }
-        let files = [configuration.sealingKeysFile, configuration.intakeKeysFile, configuration.apps[0].privateKeyFile]
+        let files = [configuration.sealingKeysFile, configuration.intakeKeysFile, configuration.apps(LocalAppFiles.self)[0].privateKeyFile]
         let strict = try await RevokerProcess.run(["check", "--strict", "--config", configuration.configFile], environment: [:])
         #expect(strict.status == 0, "owner-only files pass --strict: \(strict.stderr)")
         for file in files { try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: file) }
@@ -83,9 +86,9 @@ struct CheckKeygenCommandTests {
     @Test("check --online passes for registered apps and fails with exit 1 for an app Apple does not know")
     func online() async throws {
         try await RunningSandbox.with { sandbox in
-            let configuration = try LocalConfiguration(clientIDs: ["com.example.known", "com.example.unknown"])
+            let configuration = try LocalConfiguration(apps: [.apple: ["com.example.known", "com.example.unknown"]])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
-            let known = try #require(configuration.apps.first { $0.clientID == "com.example.known" })
+            let known = try #require(configuration.apps(LocalAppFiles.self).first { $0.clientID == "com.example.known" })
             try await sandbox.admin.register(
                 .init(clientID: known.clientID, teamID: known.teamID, keyID: known.keyID, publicKeyPEM: known.publicKeyPEM)
             )
@@ -107,7 +110,7 @@ struct CheckKeygenCommandTests {
             #expect(mixed.stderr.contains("com.example.unknown"))
             #expect(!mixed.stderr.contains("app com.example.known:"))
 
-            let single = try LocalConfiguration(clientIDs: ["com.example.known2"])
+            let single = try LocalConfiguration(apps: [.apple: ["com.example.known2"]])
             defer { try? FileManager.default.removeItem(at: single.directory) }
             try await single.register(with: sandbox)
             let good = try await RevokerProcess.run(
@@ -126,10 +129,9 @@ struct CheckKeygenCommandTests {
     @Test("check lists the Google apps and check --online probes Google's revoke and token endpoints")
     func googleOnline() async throws {
         try await RunningSandbox.with { sandbox in
-            let configuration = try LocalConfiguration(
-                clientIDs: ["com.example.app"],
-                googleClientIDs: ["1-web.apps.googleusercontent.com", "2-web.apps.googleusercontent.com"]
-            )
+            let configuration = try LocalConfiguration(apps: [
+                .apple: ["com.example.app"], .google: ["1-web.apps.googleusercontent.com", "2-web.apps.googleusercontent.com"],
+            ])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             try await configuration.register(with: sandbox)
             // Google knows another secret for the second client than the file holds.
@@ -138,7 +140,7 @@ struct CheckKeygenCommandTests {
                 .filter { $0.key != "DATABASE_URL" }
             let result = try await RevokerProcess.run(["check", "--online"], environment: environment)
             #expect(result.status == 1, "\(result.stderr)")
-            for app in configuration.googleApps {
+            for app in configuration.apps(LocalGoogleAppFiles.self) {
                 #expect(!result.stdout.contains(app.clientSecret) && !result.stderr.contains(app.clientSecret), "a client secret was printed")
             }
             let report = try #require(try parseJSON(result.stdout) as? [String: Any])
@@ -167,7 +169,7 @@ struct CheckKeygenCommandTests {
             #expect(database["migrations_current"] as? Bool == true)
         }
         try await ScratchDatabase.withScratchDatabase(.empty) { database in
-            let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
+            let configuration = try LocalConfiguration(apps: [.apple: ["com.example.app"]])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let result = try await RevokerProcess.run(
                 ["check"],
@@ -213,11 +215,11 @@ struct CheckKeygenCommandTests {
 
     @Test("a malformed configuration exits 2 with one clear line", arguments: malformed)
     func malformedConfiguration(_ input: Malformed) async throws {
-        let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
+        let configuration = try LocalConfiguration(apps: [.apple: ["com.example.app"]])
         defer { try? FileManager.default.removeItem(at: configuration.directory) }
-        let app = try #require(configuration.apps.first)
+        let app = try #require(configuration.apps(LocalAppFiles.self).first)
         let keys = try String(contentsOfFile: configuration.sealingKeysFile, encoding: .utf8)
-        var entry = app.configurationEntry()
+        var entry = app.configurationEntry
         var environment: [String: String] = ["REVOKER_SEALING_KEYS": keys]
         var document: Any = ["apps": [entry]]
         switch input.name {

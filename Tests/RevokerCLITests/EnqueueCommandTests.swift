@@ -2,6 +2,7 @@ import AppleSignInSandbox
 import Foundation
 import PostgresNIO
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing
@@ -204,7 +205,7 @@ struct EnqueueCommandTests {
 struct EnqueueIdentityTokenTests {
     @Test("binds the request to the verified sub of the user's identity token; refuses one that does not verify")
     func identityTokenFile() async throws {
-        try await RevokerTestStack.with(clientIDs: ["com.example.app"]) { stack in
+        try await RevokerTestStack.with(apps: [.apple: ["com.example.app"]]) { stack in
             let fixture = CLIFixture(database: stack.database, configuration: stack.files, environment: stack.environment)
             let admin = stack.sandbox.admin
             let token = randomToken()

@@ -6,6 +6,7 @@ import ProviderSandbox
 import RevokerApp
 import RevokerEvidence
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing
@@ -21,7 +22,7 @@ struct GrantsCommandTests {
     ]
 
     static func with<T: Sendable>(serving: Bool = true, _ body: (RevokerTestStack) async throws -> T) async throws -> T {
-        try await RevokerTestStack.with(googleClientIDs: [web], worker: worker, serving: serving ? .worker : []) { stack in
+        try await RevokerTestStack.with(apps: [.google: [web]], worker: worker, serving: serving ? .worker : []) { stack in
             try await body(stack)
         }
     }

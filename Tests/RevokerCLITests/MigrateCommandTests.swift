@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import Testing
 
@@ -11,9 +12,9 @@ struct MigrateCommandTests {
     @Test("two migrate processes started together apply each migration once, and a third finds nothing to do")
     func concurrentProcessesMigrateOnce() async throws {
         try await ScratchDatabase.withScratchDatabase(.empty) { database in
-            let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
+            let configuration = try LocalConfiguration(apps: [.apple: ["com.example.app"]])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
-            let environment = configuration.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9")
+            let environment = configuration.environment(databaseURL: database.url, baseURL: "http://127.0.0.1:9")
 
             async let first = RevokerProcess.run(["migrate"], environment: environment)
             async let second = RevokerProcess.run(["migrate"], environment: environment)
@@ -33,7 +34,7 @@ struct MigrateCommandTests {
     @Test("a database that refuses is reported with the server's reason at once, never with the password")
     func refusalsSayWhatTheServerSaid() async throws {
         try await ScratchDatabase.withScratchDatabase(.empty) { database in
-            let configuration = try LocalConfiguration(clientIDs: ["com.example.app"])
+            let configuration = try LocalConfiguration(apps: [.apple: ["com.example.app"]])
             defer { try? FileManager.default.removeItem(at: configuration.directory) }
             let base = try #require(URLComponents(string: database.url))
             let password = "pw-\(UUID().uuidString)"
@@ -53,7 +54,7 @@ struct MigrateCommandTests {
                 (try url(requireTLS: true), "does not offer TLS"),  // the test server has no TLS
             ]
             for (databaseURL, reason) in cases {
-                let environment = configuration.environment(databaseURL: databaseURL, appleBaseURL: "http://127.0.0.1:9")
+                let environment = configuration.environment(databaseURL: databaseURL, baseURL: "http://127.0.0.1:9")
                 // Well under the ten seconds the pool would wait: the reason is known at once.
                 let result = try await RevokerProcess.run(["migrate"], environment: environment, timeout: .seconds(8))
                 #expect(result.status == 2, "\(result.stderr)")

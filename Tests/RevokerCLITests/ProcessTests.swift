@@ -5,6 +5,7 @@ import PostgresNIO
 import ProviderSandbox
 import RevokerApp
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import RevokerWorker
@@ -283,7 +284,7 @@ struct ProcessTests {
             #expect(failed.stdout.contains("\"code_rejected\":1"))
 
             // An app whose key Apple does not know: paused, so the drain ends with work waiting.
-            let photos = harness.files.apps[1]
+            let photos = harness.files.apps(LocalAppFiles.self)[1]
             try await harness.sandbox.admin.register(
                 .init(clientID: photos.clientID, teamID: photos.teamID, keyID: photos.keyID, publicKeyPEM: LocalAppFiles.otherPublicKeyPEM())
             )
@@ -305,7 +306,7 @@ struct ProcessTests {
         var worker = Self.fastWorker
         worker["pause_probe_seconds"] = 600
         try await RevokerTestStack.with(worker: worker) { harness in
-            let photos = harness.files.apps[1]
+            let photos = harness.files.apps(LocalAppFiles.self)[1]
             try await harness.sandbox.admin.register(
                 .init(clientID: photos.clientID, teamID: photos.teamID, keyID: photos.keyID, publicKeyPEM: LocalAppFiles.otherPublicKeyPEM())
             )
@@ -329,10 +330,10 @@ struct ProcessTests {
 
     @Test func aWorkerRefusesAnUnmigratedDatabase() async throws {
         try await ScratchDatabase.withScratchDatabase(.empty) { database in
-            let files = try LocalConfiguration(clientIDs: ["com.example.notes"])
+            let files = try LocalConfiguration(apps: [.apple: ["com.example.notes"]])
             let result = try await RevokerProcess.run(
                 ["work"],
-                environment: files.environment(databaseURL: database.url, appleBaseURL: "http://127.0.0.1:9")
+                environment: files.environment(databaseURL: database.url, baseURL: "http://127.0.0.1:9")
             )
             #expect(result.status == 2)
             #expect(result.stderr.contains("revoker migrate"))

@@ -5,6 +5,7 @@ import GoogleSignInSandbox
 import Logging
 import PostgresNIO
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing
@@ -75,7 +76,7 @@ struct ReadmeCommandTests {
         try await ScratchDatabase.withScratchDatabase(.empty) { database in
             try await RunningSandbox.with { sandbox in
                 let google = "123456789012-web.apps.googleusercontent.com"
-                let files = try LocalConfiguration(clientIDs: ["com.example.app"], googleClientIDs: [google])
+                let files = try LocalConfiguration(apps: [.apple: ["com.example.app"], .google: [google]])
                 defer { try? FileManager.default.removeItem(at: files.directory) }
                 try await files.register(with: sandbox)
                 // The files the commands name, where they name them.

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing
@@ -46,7 +47,7 @@ struct StatusAuditCommandTests {
 
     @Test("status counts match the database")
     func statusCounts() async throws {
-        try await CLIFixture.with(clientIDs: ["com.example.app", "com.example.other"]) { fixture in
+        try await CLIFixture.with(apps: [.apple: ["com.example.app", "com.example.other"]]) { fixture in
             let tokens = (0..<4).map { _ in randomToken() }
             var ids: [UUID] = []
             for (index, token) in tokens.prefix(3).enumerated() {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerProvider
 import RevokerStore
 import Testing
 
@@ -15,18 +16,18 @@ struct CLIFixture: Sendable {
 
     static let logger = Logger(label: "revoker.cli-tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// Runs `body` with the test stack serving `clientIDs`, its environment pointing `revoker`
+    /// Runs `body` with the test stack serving `apps`, its environment pointing `revoker`
     /// at `appleBaseURL` (by default an address where nothing answers).
     static func with<T: Sendable>(
-        clientIDs: [String] = ["com.example.app"],
+        apps: [ProviderName: [String]] = [.apple: ["com.example.app"]],
         appleBaseURL: String = "http://127.0.0.1:9",
         _ body: (CLIFixture) async throws -> T
     ) async throws -> T {
-        try await RevokerTestStack.with(clientIDs: clientIDs) { stack in
+        try await RevokerTestStack.with(apps: apps) { stack in
             let fixture = CLIFixture(
                 database: stack.database,
                 configuration: stack.files,
-                environment: stack.files.environment(databaseURL: stack.database.url, appleBaseURL: appleBaseURL)
+                environment: stack.files.environment(databaseURL: stack.database.url, baseURL: appleBaseURL)
             )
             return try await body(fixture)
         }
@@ -79,7 +80,7 @@ struct CLIFixture: Sendable {
 
     /// Every private key's PEM body line, to search output for.
     var privateKeyLines: [String] {
-        configuration.apps.flatMap { app in
+        configuration.apps(LocalAppFiles.self).flatMap { app in
             app.privateKeyPEM.split(whereSeparator: \.isNewline).map(String.init).filter { !$0.hasPrefix("-----") && $0.count >= 16 }
         }
     }

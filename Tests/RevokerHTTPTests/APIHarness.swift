@@ -10,6 +10,7 @@ import ProviderSandbox
 import RevokerApp
 import RevokerHTTP
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 
@@ -55,7 +56,7 @@ struct APIHarness: Sendable {
         worker settings: [String: any Sendable] = ["poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1],
         http overrides: [String: any Sendable] = [:],
         server: String? = nil,
-        googleClientIDs: [String] = [],
+        apps: [ProviderName: [String]] = [:],
         extraKeys: [[String: any Sendable]] = [],
         sandbox: AppleSandbox.Configuration = .init(),
         google: GoogleSandbox.Configuration = .init(),
@@ -64,7 +65,7 @@ struct APIHarness: Sendable {
         let keys = Keys()
         let http = ["port": 0, "max_body_bytes": 4096, "api_keys": keys.configuration + extraKeys].merging(overrides) { $1 }
         return try await RevokerTestStack.with(
-            googleClientIDs: googleClientIDs,
+            apps: apps,
             worker: settings,
             http: http,
             // Hourly: a test a loaded machine stretches past the default minute would otherwise

@@ -22,7 +22,7 @@ struct GoogleSecurityEventsAPITests {
     }
 
     @Test func tokensRevokedEndsTheUsersLiveGoogleRequestsOnceAndEveryEventReachesTheFeed() async throws {
-        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+        try await APIHarness.with(apps: [.google: [Self.web]]) { api in
             let google = api.stack.sandbox.google
             let url = api.baseURL + "/v1/google/risc"
             let live = try await api.stack.enqueue(
@@ -106,7 +106,7 @@ struct GoogleSecurityEventsAPITests {
         (.nonCanonicalSignature, "invalid_request"),
     ])
     func aTokenWrongInOneWayIsRefusedWithRFC8935sCodeAndStoresNothing(variant: GoogleSandboxAdmin.Variant, code: String) async throws {
-        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+        try await APIHarness.with(apps: [.google: [Self.web]]) { api in
             let live = try await api.stack.enqueue(
                 provider: .google,
                 clientID: Self.web,
@@ -128,7 +128,7 @@ struct GoogleSecurityEventsAPITests {
     }
 
     @Test func aBodyThatIsNoTokenIsRefusedAndNoGoogleAppMeansNoReceiver() async throws {
-        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+        try await APIHarness.with(apps: [.google: [Self.web]]) { api in
             let answer = try await api.call(
                 .POST,
                 "/v1/google/risc",
@@ -146,7 +146,7 @@ struct GoogleSecurityEventsAPITests {
     }
 
     @Test func requestsEnqueuedAfterTheEventEndAsTheEventSays() async throws {
-        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+        try await APIHarness.with(apps: [.google: [Self.web]]) { api in
             let google = api.stack.sandbox.google
             let url = api.baseURL + "/v1/google/risc"
             // The grants exist at Google before the events; the app enqueues their deletion after.
@@ -208,7 +208,7 @@ struct GoogleSecurityEventsAPITests {
     }
 
     @Test func aZeroMaxAgeIsRaisedSoEventsDoNotEachFetchTheDiscoveryDocumentAndTheKeys() async throws {
-        try await APIHarness.with(googleClientIDs: [Self.web], google: .init(certsMaxAge: .zero)) { api in
+        try await APIHarness.with(apps: [.google: [Self.web]], google: .init(certsMaxAge: .zero)) { api in
             let url = api.baseURL + "/v1/google/risc"
             for index in 0..<10 {
                 let sent = try await api.stack.sandbox.google.sendSecurityEvent(
@@ -228,7 +228,7 @@ struct GoogleSecurityEventsAPITests {
     /// sandbox's client sends together), wait for the next fetch allowed and are accepted; the
     /// flood makes at most one fetch per interval.
     @Test func eventsSignedWithAKeyGoogleRotatedToAfterTheCacheFilledAreAcceptedAmidAFlood() async throws {
-        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+        try await APIHarness.with(apps: [.google: [Self.web]]) { api in
             let url = api.baseURL + "/v1/google/risc"
             let google = api.stack.sandbox.google
             #expect(try await google.sendSecurityEvent(.init(url: url, audience: Self.web, subject: "u-0", type: "sessions-revoked")).status == 202)
@@ -269,7 +269,7 @@ struct GoogleSecurityEventsAPITests {
     }
 
     @Test func whileGooglesKeysFailAFloodOfEventsMakesOneFetch() async throws {
-        try await APIHarness.with(googleClientIDs: [Self.web]) { api in
+        try await APIHarness.with(apps: [.google: [Self.web]]) { api in
             try await api.stack.sandbox.google.setKeyFaults(.init(internalErrorRate: 1))
             let statuses = try await Self.sendConcurrently(api, count: 50)
             #expect(statuses.allSatisfy { $0 == 503 }, "\(statuses)")
@@ -318,7 +318,7 @@ struct GoogleSecurityEventsAPITests {
 
     @Test(arguments: brokenBodies)
     func aBrokenBodyIsAnswered400Or408AndIsNoKeyFailure(_ broken: BrokenBody) async throws {
-        try await APIHarness.with(http: Self.shortTimeouts, googleClientIDs: [Self.web]) { api in
+        try await APIHarness.with(http: Self.shortTimeouts, apps: [.google: [Self.web]]) { api in
             let port = try #require(URL(string: api.baseURL)?.port)
             let connection = try await RawConnection.open(port: port)
             try await connection.send(broken.request)

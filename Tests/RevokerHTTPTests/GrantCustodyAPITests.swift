@@ -5,6 +5,7 @@ import NIOHTTP1
 import PostgresNIO
 import ProviderSandbox
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import Testing
@@ -32,7 +33,7 @@ struct GrantCustodyAPITests {
         let worker: [String: any Sendable] = [
             "poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1, "client_secret_lifetime_seconds": 3600,
         ]
-        return try await APIHarness.with(runWorker: true, worker: worker, http: http, googleClientIDs: [web], extraKeys: extra) { api in
+        return try await APIHarness.with(runWorker: true, worker: worker, http: http, apps: [.google: [web]], extraKeys: extra) { api in
             try await body(api, writer, reader)
         }
     }

@@ -4,6 +4,7 @@ import GoogleSignInSandbox
 import NIOHTTP1
 import ProviderSandbox
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 import RevokerWorker
@@ -148,7 +149,7 @@ struct ProviderAPITests {
     @Test func aGoogleGrantIsEnqueuedWithAVerifiedGoogleIDTokenAndReportedAsGoogles() async throws {
         let web = "1000-notes.apps.googleusercontent.com"
         let ios = "1000-ios.apps.googleusercontent.com"
-        try await APIHarness.with(runWorker: true, googleClientIDs: [web]) { api in
+        try await APIHarness.with(runWorker: true, apps: [.google: [web]]) { api in
             let google = api.stack.sandbox.google
             let minted = try await google.mintRefreshToken(clientID: web, subject: "110169484474386276334")
             api.stack.secrets.add(minted.value)

@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import RevokerApp
 import RevokerLocalStack
+import RevokerProvider
 import RevokerStore
 import RevokerTesting
 
@@ -21,7 +22,7 @@ enum Fixtures {
         sealer: CredentialSealer? = nil,
         _ body: (ScratchDatabase, RevocationQueue) async throws -> R
     ) async throws -> R {
-        try await RevokerTestStack.with(clientIDs: ["com.example.app"]) { stack in
+        try await RevokerTestStack.with(apps: [.apple: ["com.example.app"]]) { stack in
             // The stack's intake key opens what the SQL function encrypted.
             let keyring = try (sealer ?? self.sealer()).keyring
             let queue = RevocationQueue(

@@ -29,7 +29,7 @@ struct ExchangedGrantTests {
 
     @Test(arguments: [ProviderName.apple, .google])
     func aCodeOfAnotherUserEndsAsSubjectMismatchWithTheGrantItsExchangeMadeRevoked(_ provider: ProviderName) async throws {
-        try await RevokerTestStack.with(googleClientIDs: [Self.web]) { stack in
+        try await RevokerTestStack.with(apps: [.google: [Self.web]]) { stack in
             let clientID = Self.clientID(provider)
             // A deletion whose code is someone else's, and a sign-in registered for the wrong user.
             let deletion = try await stack.enqueue(
@@ -77,7 +77,7 @@ struct ExchangedGrantTests {
     }
 
     @Test func aSignInWithoutOfflineAccessEndsRejectedWithItsAccessTokenRevoked() async throws {
-        try await RevokerTestStack.with(googleClientIDs: [Self.web]) { stack in
+        try await RevokerTestStack.with(apps: [.google: [Self.web]]) { stack in
             let code = try await stack.sandbox.google.mintCode(.init(clientID: Self.web, subject: "u-online", offline: false))
             stack.secrets.add(code.value)
             let registered = try await stack.queue.register(

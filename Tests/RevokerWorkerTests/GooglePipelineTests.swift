@@ -18,7 +18,7 @@ struct GooglePipelineTests {
     static let other = "2000-other.apps.googleusercontent.com"
 
     @Test func everyAnswerOfGoogleEndsInTheRightOutcome() async throws {
-        try await RevokerTestStack.with(googleClientIDs: [Self.notes]) { harness in
+        try await RevokerTestStack.with(apps: [.google: [Self.notes]]) { harness in
             let live: [(String, CredentialKind, String?)] = [
                 ("g-code", .authorizationCode, nil),
                 ("g-code-redirect", .authorizationCode, "https://notes.example.com/oauth2"),
@@ -107,7 +107,7 @@ struct GooglePipelineTests {
     }
 
     @Test func oneAccountsAppleAndGoogleGrantsAreBothRevoked() async throws {
-        try await RevokerTestStack.with(googleClientIDs: [Self.notes]) { harness in
+        try await RevokerTestStack.with(apps: [.google: [Self.notes]]) { harness in
             let apple = try await harness.enqueue(clientID: "com.example.notes", reference: "account-42", kind: .refreshToken)
             let google = try await harness.enqueue(provider: .google, clientID: Self.notes, reference: "account-42", kind: .authorizationCode)
             let report = try await harness.drain()
@@ -124,7 +124,7 @@ struct GooglePipelineTests {
 
     @Test func aGoogleAppWithAWrongSecretPausesWithoutBurningAttemptsAndResumesOnceFixed() async throws {
         let worker: [String: any Sendable] = ["pause_probe_seconds": 0.5, "poll_interval_seconds": 0.1, "retry_base_seconds": 0.05]
-        try await RevokerTestStack.with(googleClientIDs: [Self.notes], worker: worker) { harness in
+        try await RevokerTestStack.with(apps: [.google: [Self.notes]], worker: worker) { harness in
             // Google knows another secret for the client than the one Revoker has.
             try await harness.sandbox.google.register(clientID: Self.notes, clientSecret: "GOCSPX-rotated-in-the-console")
             var grants: [String] = []
@@ -148,7 +148,7 @@ struct GooglePipelineTests {
 
     @Test func googlesTransientAnswersAreRetried() async throws {
         let worker: [String: any Sendable] = ["retry_base_seconds": 0.05, "retry_cap_seconds": 0.4, "max_attempts": 40, "poll_interval_seconds": 0.1]
-        try await RevokerTestStack.with(googleClientIDs: [Self.notes], worker: worker) { harness in
+        try await RevokerTestStack.with(apps: [.google: [Self.notes]], worker: worker) { harness in
             var grants: [String] = []
             for index in 0..<12 {
                 let kind: CredentialKind = index % 3 == 0 ? .authorizationCode : .refreshToken

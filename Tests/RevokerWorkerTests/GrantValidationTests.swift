@@ -62,7 +62,7 @@ struct GrantValidationTests {
     }
 
     @Test func aDueGrantIsValidatedAtMostOnceADayAndOneTheUserRemovedDiesWithItsToken() async throws {
-        try await RevokerTestStack.with(googleClientIDs: [Self.google], settings: Self.daily) { stack in
+        try await RevokerTestStack.with(apps: [.google: [Self.google]], settings: Self.daily) { stack in
             let live = try await Self.hold(stack, .apple, account: "live")
             let removedApple = try await Self.hold(stack, .apple, account: "removed-apple")
             let removedGoogle = try await Self.hold(stack, .google, account: "removed-google")

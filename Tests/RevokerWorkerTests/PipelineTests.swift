@@ -134,7 +134,7 @@ struct PipelineTests {
     }
 
     static func pauseAndResume(_ harness: RevokerTestStack) async throws {
-        let broken = harness.files.apps[0]
+        let broken = harness.files.apps(LocalAppFiles.self)[0]
         // Apple knows another key for this app than the one Revoker signs with.
         try await harness.sandbox.admin.register(
             .init(clientID: broken.clientID, teamID: broken.teamID, keyID: broken.keyID, publicKeyPEM: LocalAppFiles.otherPublicKeyPEM())

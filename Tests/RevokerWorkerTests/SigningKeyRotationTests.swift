@@ -80,7 +80,7 @@ struct SigningKeyRotationTests {
     @Test(arguments: [ProviderName.apple, .google])
     func aRotationWhileTheWorkerRunsRevokesEveryLiveGrantAndBindsEveryHeldOneToItsUser(_ provider: ProviderName) async throws {
         try await RevokerTestStack.with(
-            googleClientIDs: [Self.web],
+            apps: [.google: [Self.web]],
             worker: Self.worker,
             sandbox: .init(keysMaxAge: .seconds(2)),
             google: .init(certsMaxAge: .seconds(2)),

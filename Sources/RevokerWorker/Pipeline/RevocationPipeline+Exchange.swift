@@ -3,10 +3,75 @@ import Logging
 import RevokerProvider
 import RevokerStore
 
-/// Whose grant it is, and what an attempt does with the tokens a code's exchange brought to life:
-/// keeps them as the request's credential, revokes what is not kept, and waits when whose they
-/// are cannot be checked yet.
+/// A code's exchange, whose grant it is, and what an attempt does with the tokens an exchange
+/// brought to life: keeps them as the request's credential, revokes what is not kept, and waits
+/// when whose they are cannot be checked yet.
 extension RevocationPipeline {
+    /// Exchanges the code (recorded as started first), checks whose grant it is and keeps the
+    /// refresh token it yields before anything else: a hold ends here, a revoke hands a token on.
+    func exchange(_ app: any ProviderApp, _ provider: ProviderName, _ run: inout Run) async throws -> Next {
+        let code = run.claimed.credential.secret
+        // Recorded before the call: should this attempt die before the refresh token is
+        // stored, the next one knows that a refusal of the code may be our own doing.
+        let (lease, started) = (run.lease, run.events + [AuditEvent(.exchangeStarted, providerEndpoint: app.tokenEndpoint)])
+        guard try await store({ try await queue.record(lease, events: started) }) else { return .ended(.leaseLost) }
+        run.events = []
+        let proof: GrantProof
+        switch await call(
+            provider,
+            app.clientID,
+            app.tokenEndpoint,
+            ticket: run.takeTicket(),
+            { [redirectURI = run.request.redirectURI] in try await app.exchange(code: code, redirectURI: redirectURI) }
+        ) {
+        case .failure(let failure, let latency): return .ended(try await handle(failure, latency: latency, step: .exchange, &run))
+        case .success(let answer, let latency):
+            proof = answer
+            run.events.append(AuditEvent(.tokenExchanged, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
+        }
+        if case .unavailable(let failure) = proof.identity, let refreshToken = proof.refreshToken {
+            // Whose grant it is cannot be checked yet: the next attempt proves the refresh token
+            // for a fresh identity token.
+            run.events.append(
+                AuditEvent(.note, detail: "identity token not checked yet (\(failure.error ?? "keys_unavailable")); the refresh token is proved next")
+            )
+            if let lost = try await keep(refreshToken, app, &run) { return .ended(lost) }
+            return .ended(try await checkLater(failure, &run))
+        }
+        if let refused = try await checkIdentity(proof.identity, &run, issued: proof, app: app, provider: provider) { return .ended(refused) }
+        if run.request.purpose == .hold { return .ended(try await holdExchanged(proof, app, provider, &run)) }
+        if let refreshToken = proof.refreshToken {
+            // Stored before the revoke: a retry must never re-send the spent code.
+            if let lost = try await keep(refreshToken, app, &run) { return .ended(lost) }
+            return .revoke(refreshToken, .refreshToken)
+        }
+        if let accessToken = proof.accessToken { return .revoke(accessToken, .accessToken) }
+        return .ended(
+            try await finish(
+                &run,
+                .rejected,
+                error: ErrorDetail(code: "no_token_issued", description: "the exchange returned neither a refresh nor an access token")
+            )
+        )
+    }
+
+    /// Ends a hold with the refresh token its exchange yielded; without one, what the exchange
+    /// issued is revoked and the hold refused.
+    private func holdExchanged(_ proof: GrantProof, _ app: any ProviderApp, _ provider: ProviderName, _ run: inout Run) async throws -> Disposition {
+        guard let refreshToken = proof.refreshToken else {
+            if let retry = try await discard(proof, app, provider, &run, why: "no refresh token to hold") { return retry }
+            return try await finish(
+                &run,
+                .rejected,
+                error: ErrorDetail(
+                    code: "no_refresh_token",
+                    description: "the exchange returned no refresh token to hold (Google: ask for offline access)"
+                )
+            )
+        }
+        return try await hold(&run, refreshToken: refreshToken)
+    }
+
     /// Acts on what the identity token said: when the request names a user, a grant of anyone
     /// else is refused, and what `issued` holds (tokens this request's own exchange brought to
     /// life) is revoked rather than dropped. Returns a disposition when the request ends here.

@@ -152,146 +152,26 @@ public struct RevocationPipeline: Sendable {
         var lease: Lease { claimed.lease }
     }
 
+    /// The steps of one request: its app, what a gone account leaves, the first call's slot,
+    /// then by credential exchange or prove, and the revoke.
     private func carry(_ run: inout Run) async throws -> Disposition {
         guard let provider = ProviderName(rawValue: run.request.provider),
             let app = providers.app(provider: provider, clientID: run.request.clientID)?.forAttempt()
-        else {
-            run.logger.error(
-                "A request names a provider and client_id this worker has no configuration for; it fails as client_misconfigured and can be requeued once the app is configured"
-            )
-            return try await finish(
-                &run,
-                .clientMisconfigured,
-                error: ErrorDetail(code: "unknown_client_id", description: "no configuration for this provider and client_id")
-            )
-        }
-        if run.claimed.userRevocation == .accountDeleted {
-            // The account is gone, and every grant with it: nothing to call the provider about.
-            let account =
-                provider == .apple
-                ? "Apple reported that the user deleted their Apple account" : "\(provider) reported that the user's account is gone"
-            run.events.append(AuditEvent(.note, detail: account + "; no grant is left"))
-            return try await finish(&run, .revokedByUser)
-        }
-        // The first call's slot under the app's rate limits, booked before anything is recorded.
-        let ticket = rateLimits.book(run.request.clientID)
-        if ticket.wait > OutboundRateLimits.longestWait {
-            // Booked (or paused) further ahead than a claim should wait: back to the queue until
-            // then, the attempt not counted, the worker free for other apps' requests.
-            rateLimits.cancel(ticket, of: run.request.clientID)
-            let wait = ticket.wait
-            let why = "the app's outbound rate limit has no call slot for \(String(format: "%.1f", Double(wait.milliseconds) / 1000)) s"
-            let lease = run.lease
-            return try await store { try await queue.release(lease, after: wait, why: why) } ? .postponed(wait) : .leaseLost
-        }
-        run.ticket = ticket
-        var token = run.claimed.credential.secret
-        var kind = GrantTokenKind.refreshToken
-
+        else { return try await unconfigured(&run) }
+        if run.claimed.userRevocation == .accountDeleted { return try await accountGone(provider, &run) }
+        if let postponed = try await bookFirstCall(&run) { return postponed }
+        let next: Next
         switch run.claimed.credential.kind {
-        case .authorizationCode:
-            // Recorded before the call: should this attempt die before the refresh token is
-            // stored, the next one knows that a refusal of the code may be our own doing.
-            let (lease, started) = (run.lease, run.events + [AuditEvent(.exchangeStarted, providerEndpoint: app.tokenEndpoint)])
-            guard try await store({ try await queue.record(lease, events: started) }) else { return .leaseLost }
-            run.events = []
-            let proof: GrantProof
-            switch await call(
-                provider,
-                app.clientID,
-                app.tokenEndpoint,
-                ticket: run.takeTicket(),
-                { [token, redirectURI = run.request.redirectURI] in try await app.exchange(code: token, redirectURI: redirectURI) }
-            ) {
-            case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .exchange, &run)
-            case .success(let answer, let latency):
-                proof = answer
-                run.events.append(AuditEvent(.tokenExchanged, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
-            }
-            if case .unavailable(let failure) = proof.identity, let refreshToken = proof.refreshToken {
-                // Whose grant it is cannot be checked yet: the next attempt proves the refresh token
-                // for a fresh identity token.
-                run.events.append(
-                    AuditEvent(
-                        .note,
-                        detail: "identity token not checked yet (\(failure.error ?? "keys_unavailable")); the refresh token is proved next"
-                    )
-                )
-                if let lost = try await keep(refreshToken, app, &run) { return lost }
-                return try await checkLater(failure, &run)
-            }
-            let issued = proof
-            if let refused = try await checkIdentity(proof.identity, &run, issued: issued, app: app, provider: provider) { return refused }
-            if run.request.purpose == .hold {
-                guard let refreshToken = proof.refreshToken else {
-                    if let retry = try await discard(issued, app, provider, &run, why: "no refresh token to hold") { return retry }
-                    return try await finish(
-                        &run,
-                        .rejected,
-                        error: ErrorDetail(
-                            code: "no_refresh_token",
-                            description: "the exchange returned no refresh token to hold (Google: ask for offline access)"
-                        )
-                    )
-                }
-                return try await hold(&run, refreshToken: refreshToken)
-            }
-            if let refreshToken = proof.refreshToken {
-                // Stored before the revoke: a retry must never re-send the spent code.
-                if let lost = try await keep(refreshToken, app, &run) { return lost }
-                token = refreshToken
-            } else if let accessToken = proof.accessToken {
-                token = accessToken
-                kind = .accessToken
-            } else {
-                return try await finish(
-                    &run,
-                    .rejected,
-                    error: ErrorDetail(code: "no_token_issued", description: "the exchange returned neither a refresh nor an access token")
-                )
-            }
-        case .refreshToken:
-            switch await call(
-                provider,
-                app.clientID,
-                app.tokenEndpoint,
-                ticket: run.takeTicket(),
-                { [token] in try await app.prove(refreshToken: token) }
-            ) {
-            case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .validate, &run)
-            case .success(let proof, let latency):
-                run.events.append(AuditEvent(.tokenValidated, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
-                if case .unavailable(let failure) = proof.identity { return try await checkLater(failure, &run) }
-                // A token an earlier attempt's exchange brought to life is revoked if it is not kept.
-                let issued = run.claimed.exchangeStartedBefore ? GrantProof(refreshToken: token, identity: proof.identity) : nil
-                if let refused = try await checkIdentity(proof.identity, &run, issued: issued, app: app, provider: provider) { return refused }
-                // A periodic validation proves a held grant live and revokes nothing.
-                if run.request.purpose == .validate { return try await finish(&run, .live) }
-                if run.request.purpose == .hold { return try await hold(&run, refreshToken: token) }
-            }
-        case .accessToken:
-            kind = .accessToken
-        default:
-            if let ticket = run.takeTicket() { rateLimits.cancel(ticket, of: run.request.clientID) }
-            return try await finish(
-                &run,
-                .rejected,
-                error: ErrorDetail(code: "unknown_credential_kind", description: "the credential kind is not supported")
-            )
+        case .authorizationCode: next = try await exchange(app, provider, &run)
+        case .refreshToken: next = try await prove(app, provider, &run)
+        case .accessToken: next = .revoke(run.claimed.credential.secret, .accessToken)
+        default: return try await unsupportedCredential(&run)
         }
-
-        if run.shouldRelease() { return try await release(&run) }
-        switch await call(
-            provider,
-            app.clientID,
-            app.revokeEndpoint,
-            ticket: run.takeTicket(),
-            { [token, kind] in try await app.revoke(token: token, kind: kind) }
-        ) {
-        case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .revoke, &run)
-        case .success(_, let latency):
-            run.events.append(Self.revoked(kind, at: app.revokeEndpoint, latency: latency))
-            return try await finish(&run, .revoked)
+        switch next {
+        case .ended(let disposition): return disposition
+        case .revoke(let token, let kind):
+            if run.shouldRelease() { return try await release(&run) }
+            return try await revoke(token, kind, app, provider, &run)
         }
     }
 
@@ -381,7 +261,7 @@ public struct RevocationPipeline: Sendable {
     static let longestHoldRetry = Duration.seconds(15)
 
     /// Ends a hold request: the refresh token sealed in its grant.
-    private func hold(_ run: inout Run, refreshToken: String) async throws -> Disposition {
+    func hold(_ run: inout Run, refreshToken: String) async throws -> Disposition {
         guard let grantID = run.request.grantID else {
             return try await finish(&run, .rejected, error: ErrorDetail(code: "no_grant", description: "a hold request without a grant"))
         }
@@ -400,7 +280,7 @@ public struct RevocationPipeline: Sendable {
         return applied ? .finished(outcome) : .leaseLost
     }
 
-    private func release(_ run: inout Run) async throws -> Disposition {
+    func release(_ run: inout Run) async throws -> Disposition {
         let (lease, events) = (run.lease, run.events)
         if !events.isEmpty { _ = try await store { try await queue.record(lease, events: events) } }
         run.events = []
