@@ -45,7 +45,7 @@ extension Demo {
                     ? try await sandbox.google.mintCode(.init(clientID: signIn.clientID, subject: signIn.subject))
                     : try await sandbox.admin.mintCode(clientID: signIn.clientID, subject: signIn.subject)
                 (signIns[index].sandboxGrant, signIns[index].code) = (minted.grantID, minted.value)
-                let registration = try await queue.register(
+                let registration = try await queue.custody.register(
                     try NewGrant(
                         provider: signIn.provider.rawValue,
                         clientID: signIn.clientID,
@@ -54,7 +54,7 @@ extension Demo {
                     ),
                     actor: "demo"
                 )
-                let grant = try await queue.settled(registration.grant, within: .seconds(30))
+                let grant = try await queue.custody.settled(registration.grant, within: .seconds(30))
                 grants.append(grant)
                 output(
                     "   \(pad(signIn.account, 10)) \(pad(signIn.provider.rawValue, 7)) \(pad(signIn.story, 34)) → \(grant.state.rawValue), user \(grant.userID ?? "-") (\(grant.userSource?.rawValue ?? "not verified"))"
@@ -70,7 +70,7 @@ extension Demo {
                     type: "consent-revoked"
                 )
             )
-            let told = try await queue.grant(id: grants[1].id)
+            let told = try await queue.custody.grant(id: grants[1].id)
             section("8. \(quitter.subject) stops using Apple ID with the app in Settings: Apple notifies Revoker")
             output(
                 "   Apple → POST /v1/apple/notifications (consent-revoked): \(delivery.status); \(quitter.account)'s Apple grant is now \(told?.state.rawValue ?? "missing") (\(told?.endReason ?? "-")), its token erased"
@@ -79,12 +79,12 @@ extension Demo {
             section("9. Months later the three accounts are deleted by their reference alone (as POST /v1/accounts/{reference}/deletion does)")
             var surprises = 0
             for account in ["acct-2001", "acct-2002", "acct-2003"] {
-                let asked = try await queue.requestDeletion(accountReference: account, actor: "demo")
-                let deletion = try await queue.settled(asked.deletion, within: .seconds(60))
+                let asked = try await queue.deletions.request(accountReference: account, actor: "demo")
+                let deletion = try await queue.deletions.settled(asked.deletion, within: .seconds(60))
                 output("   \(pad(account, 10)) deletion \(deletion.state.rawValue), outcome \(deletion.outcome?.rawValue ?? "-")")
                 if deletion.outcome != .revoked { surprises += 1 }
                 // Every grant the account ever had: those the deletion revoked, and the one that died before it.
-                for grant in try await queue.grants(accountReference: account) {
+                for grant in try await queue.custody.grants(accountReference: account) {
                     guard let signIn = signIns.first(where: { $0.account == account && $0.provider.rawValue == grant.provider }) else { continue }
                     let record = try await sandbox.admin(for: signIn.provider).grant(signIn.sandboxGrant)
                     // The grant the user revoked in Settings is dead without a call; every other is revoked once.

@@ -20,7 +20,7 @@ struct KeyRotationTests {
             for index in 0..<120 {
                 let minted = try await stack.sandbox.admin.mintRefreshToken(clientID: Self.notes, subject: "sub-\(index)")
                 stack.secrets.add(minted.value)
-                _ = try await stack.queue.register(
+                _ = try await stack.queue.custody.register(
                     try NewGrant(
                         clientID: Self.notes,
                         accountReference: "r-\(index)",
@@ -31,7 +31,7 @@ struct KeyRotationTests {
                 )
                 held.append(minted.grantID)
             }
-            for index in 0..<60 { _ = try await stack.queue.requestDeletion(accountReference: "r-\(index)", actor: "test") }
+            for index in 0..<60 { _ = try await stack.queue.deletions.request(accountReference: "r-\(index)", actor: "test") }
             let enqueued = try await stack.enqueueMany(clientID: Self.notes, prefix: "p", count: 40)
 
             // A new current key, as an operator appends it; the processes started now seal with it.
@@ -89,7 +89,7 @@ struct KeyRotationTests {
             let report = try #require(try parseJSON(checked.stdout) as? [String: Any])
             let inUse = (report["sealing_keys"] as? [String: Any])?["in_use"] as? [String: [String: Int]]
             #expect(inUse == ["k2": ["grants": 60, "requests": 0]], "\(checked.stdout)")
-            for index in 60..<120 { _ = try await stack.queue.requestDeletion(accountReference: "r-\(index)", actor: "test") }
+            for index in 60..<120 { _ = try await stack.queue.deletions.request(accountReference: "r-\(index)", actor: "test") }
             let rest = try await RevokerProcess.run(["drain"], environment: stack.environment)
             #expect(rest.status == 0, "\(rest.stderr.suffix(1000))")
             for grant in held { #expect(try await stack.sandbox.admin.grant(grant).revokeCalls == 1) }

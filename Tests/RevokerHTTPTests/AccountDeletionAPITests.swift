@@ -405,11 +405,11 @@ struct AccountDeletionAPITests {
             _ = try await api.stack.holdMany(clientID: Self.notes, accountReference: "everyone", count: 1)
             let trace = try #require(TraceParent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
             let queue = api.stack.queue
-            let everything = try await queue.requestDeletion(accountReference: "everyone", actor: "api:ops", traceParent: trace)
-            let nothing = try await queue.requestDeletion(accountReference: "no-one-here", actor: "api:ops", traceParent: trace)
+            let everything = try await queue.deletions.request(accountReference: "everyone", actor: "api:ops", traceParent: trace)
+            let nothing = try await queue.deletions.request(accountReference: "no-one-here", actor: "api:ops", traceParent: trace)
             #expect(nothing.deletion.outcome == .nothingHeld)
             // A deletion limited to one app keeps its trace on that app's events: the twin.
-            _ = try await queue.requestDeletion(accountReference: "notes-user", clientIDs: [Self.notes], actor: "api:notes", traceParent: trace)
+            _ = try await queue.deletions.request(accountReference: "notes-user", clientIDs: [Self.notes], actor: "api:notes", traceParent: trace)
             _ = try await Self.settled(api, deletion: everything.deletion.id.uuidString.lowercased())
 
             let seen = try await api.call(.GET, "/v1/accounts/everyone/deletions", key: api.keys.notesOnly)

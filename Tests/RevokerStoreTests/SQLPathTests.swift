@@ -144,8 +144,8 @@ struct SQLPathTests {
                 accountReference: "wal-account",
                 credential: Credential(kind: .refreshToken, secret: secrets[3])
             )
-            _ = try await queue.register(code, actor: "test")
-            _ = try await queue.register(token, actor: "test")
+            _ = try await queue.custody.register(code, actor: "test")
+            _ = try await queue.custody.register(token, actor: "test")
             // A worker takes both refresh tokens into custody once the provider proved them, sealing
             // each in its grant; the SQL path's opens with the intake key.
             let claimed = try await queue.claim(batch: 10, lease: .seconds(60), owner: "w")
@@ -153,7 +153,7 @@ struct SQLPathTests {
             #expect(Set(tokens.map(\.credential.secret)) == [secrets[1], secrets[3]], "the intake key opens the SQL path's")
             for item in tokens {
                 #expect(
-                    try await queue.hold(
+                    try await queue.custody.hold(
                         item.lease,
                         grantID: try #require(item.request.grantID),
                         refreshToken: item.credential.secret,
@@ -161,7 +161,7 @@ struct SQLPathTests {
                     )
                 )
             }
-            _ = try await queue.requestDeletion(accountReference: "wal-account", actor: "test")
+            _ = try await queue.deletions.request(accountReference: "wal-account", actor: "test")
             _ = try await db.client.query("CREATE TABLE public.wal_probe (t text)", logger: Self.logger).collect()
             _ = try await db.client.query("INSERT INTO public.wal_probe VALUES (\(probe))", logger: Self.logger).collect()
 

@@ -49,7 +49,7 @@ struct TraceContextTests {
 
     @Test func aDeletionsRequestsAndAGrantsHoldRequestContinueTheirTrace() async throws {
         try await Fixtures.withQueue { _, queue in
-            let registration = try await queue.register(
+            let registration = try await queue.custody.register(
                 try NewGrant(
                     clientID: "com.example.app",
                     accountReference: "acct",
@@ -67,7 +67,7 @@ struct TraceContextTests {
                 externalReference: "acct-2",
                 credential: Credential(kind: .refreshToken, secret: "r.acct-2")
             )
-            let deletion = try await queue.requestDeletion(
+            let deletion = try await queue.deletions.request(
                 accountReference: "acct-2",
                 credential: credential,
                 actor: "test",

@@ -45,7 +45,7 @@ struct ExchangedGrantTests {
                 ? try await stack.sandbox.admin.mintCode(clientID: clientID, subject: "signed-in-user")
                 : try await stack.sandbox.google.mintCode(.init(clientID: clientID, subject: "signed-in-user"))
             stack.secrets.add(code.value)
-            let registered = try await stack.queue.register(
+            let registered = try await stack.queue.custody.register(
                 try NewGrant(
                     provider: provider.rawValue,
                     clientID: clientID,
@@ -59,7 +59,7 @@ struct ExchangedGrantTests {
 
             let requests = try await stack.requests()
             #expect(requests.first { $0.externalReference == "account-1" }?.outcome == .subjectMismatch)
-            let grant = try #require(try await stack.queue.grant(id: registered.id))
+            let grant = try #require(try await stack.queue.custody.grant(id: registered.id))
             #expect(grant.state != .held && grant.userID != "signed-in-user", "another user's grant is not held as this account's")
             #expect(requests.allSatisfy { !$0.hasCredential })
             for (name, id) in [("deletion", deletion.grantID), ("sign-in", code.grantID)] {
@@ -80,7 +80,7 @@ struct ExchangedGrantTests {
         try await RevokerTestStack.with(apps: [.google: [Self.web]]) { stack in
             let code = try await stack.sandbox.google.mintCode(.init(clientID: Self.web, subject: "u-online", offline: false))
             stack.secrets.add(code.value)
-            let registered = try await stack.queue.register(
+            let registered = try await stack.queue.custody.register(
                 try NewGrant(
                     provider: "google",
                     clientID: Self.web,
@@ -90,7 +90,7 @@ struct ExchangedGrantTests {
                 actor: "test"
             ).grant
             _ = try await stack.drain()
-            let grant = try #require(try await stack.queue.grant(id: registered.id))
+            let grant = try #require(try await stack.queue.custody.grant(id: registered.id))
             #expect(grant.state != .held)
             #expect(try await stack.sandbox.google.grant(code.grantID).revocations == 1, "the access token the exchange issued is revoked")
         }

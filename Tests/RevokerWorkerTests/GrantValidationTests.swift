@@ -32,7 +32,7 @@ struct GrantValidationTests {
             ? try await stack.sandbox.google.mintRefreshToken(clientID: clientID, subject: subject)
             : try await stack.sandbox.admin.mintRefreshToken(clientID: clientID, subject: subject)
         stack.secrets.add(minted.value)
-        let registered = try await stack.queue.register(
+        let registered = try await stack.queue.custody.register(
             try NewGrant(
                 provider: provider.rawValue,
                 clientID: clientID,
@@ -43,7 +43,7 @@ struct GrantValidationTests {
             actor: "test"
         )
         _ = try await stack.drain()
-        let held = try #require(try await stack.queue.grant(id: registered.grant.id))
+        let held = try #require(try await stack.queue.custody.grant(id: registered.grant.id))
         #expect(held.state == .held && held.userSource == .verifiedIDToken, "taken in once the provider proved it")
         return (held, minted.grantID, minted.value)
     }
@@ -78,7 +78,7 @@ struct GrantValidationTests {
             let report = try await stack.drain()
             #expect(report.succeeded == 4, "four validations: \(report)")
             for (held, provider) in [(live, ProviderName.apple), (liveGoogle, .google)] {
-                let grant = try #require(try await stack.queue.grant(id: held.grant.id))
+                let grant = try #require(try await stack.queue.custody.grant(id: held.grant.id))
                 #expect(grant.state == .held && grant.validatedAt != nil && grant.endReason == nil)
                 let record = try await Self.record(stack, provider, held.sandbox)
                 #expect(
@@ -87,12 +87,12 @@ struct GrantValidationTests {
                 )
             }
             for (removed, provider) in [(removedApple, ProviderName.apple), (removedGoogle, .google)] {
-                let grant = try #require(try await stack.queue.grant(id: removed.grant.id))
+                let grant = try #require(try await stack.queue.custody.grant(id: removed.grant.id))
                 #expect(grant.state == .dead && grant.endReason == "already_invalid" && grant.endedAt != nil)
                 let record = try await Self.record(stack, provider, removed.sandbox)
                 #expect(record.rejectedValidations == 1 && record.revokeCalls == 1, "one refused validation, no revoke of ours: \(record)")
             }
-            let recentGrant = try #require(try await stack.queue.grant(id: recent.grant.id))
+            let recentGrant = try #require(try await stack.queue.custody.grant(id: recent.grant.id))
             #expect(recentGrant.state == .held && recentGrant.validatedAt == nil, "held less than a day: not validated")
             #expect(try await Self.record(stack, .apple, recent.sandbox).validations == 1, "only when it was registered")
 
@@ -130,16 +130,16 @@ struct GrantValidationTests {
         try await RevokerTestStack.with(settings: Self.daily) { stack in
             let held = try await Self.hold(stack, .apple, account: "leaving")
             try await Self.age(stack, [held.grant], days: 3)
-            #expect(try await stack.queue.scheduleGrantValidations(every: .seconds(86_400), limit: 10, actor: "test") == 1)
-            #expect(try await stack.queue.scheduleGrantValidations(every: .seconds(86_400), limit: 10, actor: "test") == 0, "one at a time")
+            #expect(try await stack.queue.custody.scheduleValidations(every: .seconds(86_400), limit: 10, actor: "test") == 1)
+            #expect(try await stack.queue.custody.scheduleValidations(every: .seconds(86_400), limit: 10, actor: "test") == 0, "one at a time")
 
-            let deletion = try await stack.queue.requestDeletion(accountReference: "leaving", actor: "test").deletion
+            let deletion = try await stack.queue.deletions.request(accountReference: "leaving", actor: "test").deletion
             let validation = try #require(try await stack.requests().first { $0.purpose == .validate })
             #expect(validation.state == .cancelled, "the grant is being revoked: nothing to validate")
             _ = try await stack.drain()
-            let done = try await stack.queue.settled(deletion, within: .seconds(30))
+            let done = try await stack.queue.deletions.settled(deletion, within: .seconds(30))
             #expect(done.outcome == .revoked)
-            #expect(try await stack.queue.grant(id: held.grant.id)?.state == .revoked)
+            #expect(try await stack.queue.custody.grant(id: held.grant.id)?.state == .revoked)
             let record = try await Self.record(stack, .apple, held.sandbox)
             #expect(record.revocations == 1 && record.validations == 2, "proven when registered and by the deletion, revoked once: \(record)")
             let trail = try await stack.audit().filter { $0.requestID == validation.id }.map(\.event)
@@ -165,11 +165,11 @@ struct GrantValidationTests {
             let held = try await Self.hold(stack, .apple, account: "returning")
             try await Self.age(stack, [held.grant], days: 2)
             #expect(try await stack.drain().succeeded == 1)
-            #expect(try await stack.queue.grant(id: held.grant.id)?.state == .held, "validated live, not ended by the old message")
-            let deletion = try await stack.queue.requestDeletion(accountReference: "returning", actor: "test").deletion
+            #expect(try await stack.queue.custody.grant(id: held.grant.id)?.state == .held, "validated live, not ended by the old message")
+            let deletion = try await stack.queue.deletions.request(accountReference: "returning", actor: "test").deletion
             _ = try await stack.drain()
-            #expect(try await stack.queue.settled(deletion, within: .seconds(30)).outcome == .revoked)
-            #expect(try await stack.queue.grant(id: held.grant.id)?.state == .revoked)
+            #expect(try await stack.queue.deletions.settled(deletion, within: .seconds(30)).outcome == .revoked)
+            #expect(try await stack.queue.custody.grant(id: held.grant.id)?.state == .revoked)
             #expect(try await Self.record(stack, .apple, held.sandbox).revocations == 1, "revoked at the provider, not taken for gone")
         }
     }
@@ -177,7 +177,7 @@ struct GrantValidationTests {
     @Test func theIntervalIsADayAtLeast() async throws {
         try await RevokerTestStack.with { stack in
             await #expect(throws: RevokerStoreError.self) {
-                try await stack.queue.scheduleGrantValidations(every: .seconds(3600), limit: 10, actor: "test")
+                try await stack.queue.custody.scheduleValidations(every: .seconds(3600), limit: 10, actor: "test")
             }
             // The SQL function holds to the same floor.
             await #expect(throws: PSQLError.self) {

@@ -56,7 +56,7 @@ struct SigningKeyRotationTests {
                 accountReference: "\(name)-account-\(index)",
                 credential: Credential(kind: .authorizationCode, secret: code.value)
             )
-            round.holds.append((try await stack.queue.register(new, actor: "test").grant.id, subject))
+            round.holds.append((try await stack.queue.custody.register(new, actor: "test").grant.id, subject))
         }
         return round
     }
@@ -107,7 +107,7 @@ struct SigningKeyRotationTests {
                     #expect(revocations == 1, "\(reference) revoked exactly once")
                 }
                 for (id, subject) in round.holds {
-                    let grant = try #require(try await stack.queue.grant(id: id))
+                    let grant = try #require(try await stack.queue.custody.grant(id: id))
                     #expect(grant.state == .held, "\(subject): \(grant.state) \(grant.error?.code ?? "")")
                     #expect(grant.userID == subject, "bound to the user its verified identity token names")
                 }

@@ -105,7 +105,7 @@ struct DeletionsController {
         }
         let traceParent = request.queueTraceParent
         let result = try await store { [queue, scope, credential, logger = context.logger] in
-            try await queue.requestDeletion(
+            try await queue.deletions.request(
                 accountReference: reference,
                 clientIDs: scope,
                 credential: credential,
@@ -131,7 +131,7 @@ struct DeletionsController {
         let query = try QueryInput(request, allowed: ["limit"])
         let limit = try query.integer("limit", range: 1...1000) ?? 100
         let deletions = try await store { [queue, filter = caller.filter, logger = context.logger] in
-            try await queue.deletions(accountReference: reference, clientIDs: filter, limit: limit, logger: logger)
+            try await queue.deletions.ofAccount(reference, clientIDs: filter, limit: limit, logger: logger)
         }
         return DeletionList(deletions: deletions.map(DeletionView.init))
     }
@@ -143,7 +143,7 @@ struct DeletionsController {
         }
         guard
             let deletion = try await store({ [queue, filter = caller.filter, logger = context.logger] in
-                try await queue.deletion(id: id, clientIDs: filter, logger: logger)
+                try await queue.deletions.deletion(id: id, clientIDs: filter, logger: logger)
             })
         else { throw APIProblem.notFound("No deletion with this id.") }
         return DeletionView(deletion)

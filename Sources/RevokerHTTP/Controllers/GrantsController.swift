@@ -91,12 +91,12 @@ struct GrantsController {
         }
         let traceParent = request.queueTraceParent
         let registration = try await store { [queue, new, logger = context.logger] in
-            try await queue.register(new, actor: "api:\(caller.name)", traceParent: traceParent, logger: logger)
+            try await queue.custody.register(new, actor: "api:\(caller.name)", traceParent: traceParent, logger: logger)
         }
         var grant = registration.grant
         if grant.state == .pending {
             grant = try await withDeadline(exchangeWait + store.limit) { [queue, grant, exchangeWait, logger = context.logger] in
-                try await queue.settled(grant, within: exchangeWait, logger: logger)
+                try await queue.custody.settled(grant, within: exchangeWait, logger: logger)
             }
         }
         let created = if case .created = registration { true } else { false }
@@ -122,7 +122,7 @@ struct GrantsController {
         }
         let limit = try query.integer("limit", range: 1...1000) ?? 100
         let grants = try await store { [queue, clientIDs, logger = context.logger] in
-            try await queue.grants(accountReference: reference, clientIDs: clientIDs, limit: limit, logger: logger)
+            try await queue.custody.grants(accountReference: reference, clientIDs: clientIDs, limit: limit, logger: logger)
         }
         return GrantList(grants: grants.map(GrantView.init))
     }
@@ -132,7 +132,7 @@ struct GrantsController {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
             throw APIProblem.badRequest("The grant id must be a UUID.", field: "id")
         }
-        guard let grant = try await store({ [queue, logger = context.logger] in try await queue.grant(id: id, logger: logger) }),
+        guard let grant = try await store({ [queue, logger = context.logger] in try await queue.custody.grant(id: id, logger: logger) }),
             caller.reaches(grant.clientID)
         else { throw APIProblem.notFound("No grant with this id.") }
         return GrantView(grant)

@@ -30,14 +30,14 @@ extension CompliancePagesController {
     /// the account, whether or not other apps have some.
     func accountPage(_ reference: String, _ visitor: UIVisitor) async throws -> Response {
         let (grants, deletions) = try await store { [queue, logger, filter = visitor.caller.filter] in
-            async let grants = queue.grants(
+            async let grants = queue.custody.grants(
                 accountReference: reference,
                 clientIDs: filter,
                 limit: Self.accountGrantLimit + 1,
                 logger: logger
             )
-            async let deletions = queue.deletions(
-                accountReference: reference,
+            async let deletions = queue.deletions.ofAccount(
+                reference,
                 clientIDs: filter,
                 limit: Self.accountDeletionLimit + 1,
                 logger: logger

@@ -172,7 +172,7 @@ public struct GrantImport: Sendable {
 
     private func register(_ grant: NewGrant) async throws -> LineResult {
         do {
-            switch try await queue.register(grant, actor: actor, logger: logger) {
+            switch try await queue.custody.register(grant, actor: actor, logger: logger) {
             case .created(let held): return .held(held)
             case .existing(let held): return .existing(held)
             }

@@ -267,7 +267,7 @@ public struct RevocationPipeline: Sendable {
         }
         let (lease, events, subject) = (run.lease, run.events, run.verifiedSubject)
         let applied = try await store {
-            try await queue.hold(lease, grantID: grantID, refreshToken: refreshToken, verifiedUserID: subject, events: events)
+            try await queue.custody.hold(lease, grantID: grantID, refreshToken: refreshToken, verifiedUserID: subject, events: events)
         }
         run.events = []
         return applied ? .finished(.held) : .leaseLost

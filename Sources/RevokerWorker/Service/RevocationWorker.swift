@@ -194,7 +194,7 @@ public struct RevocationWorker: Service {
     private func fanOutDeletions() async -> Int {
         let (queue, owner) = (queue, owner)
         do {
-            let made = try await withDeadline(settings.databaseTimeout) { try await queue.fanOutDeletions(actor: owner) }
+            let made = try await withDeadline(settings.databaseTimeout) { try await queue.deletions.fanOut(actor: owner) }
             if made > 0 { logger.debug("Asked for the revocation of a deletion's grants", metadata: ["revoker.requests": "\(made)"]) }
             return made
         } catch {
@@ -209,7 +209,7 @@ public struct RevocationWorker: Service {
         let (queue, owner, limit) = (queue, owner, settings.grantValidationBatch)
         do {
             let scheduled = try await withDeadline(settings.databaseTimeout) {
-                try await queue.scheduleGrantValidations(every: every, limit: limit, actor: owner)
+                try await queue.custody.scheduleValidations(every: every, limit: limit, actor: owner)
             }
             if scheduled > 0 { logger.debug("Scheduled validations of held grants", metadata: ["revoker.scheduled": "\(scheduled)"]) }
         } catch {

@@ -76,8 +76,8 @@ struct AccountsShowCommand: AsyncParsableCommand {
         let (grants, deletions) = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { [accountReference] client in
             let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             return (
-                try await queue.grants(accountReference: accountReference, limit: 1000),
-                try await queue.deletions(accountReference: accountReference, limit: 100)
+                try await queue.custody.grants(accountReference: accountReference, limit: 1000),
+                try await queue.deletions.ofAccount(accountReference, limit: 100)
             )
         }
         if json {
@@ -153,7 +153,7 @@ struct AccountsDeleteCommand: AsyncParsableCommand {
             let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             let result: DeletionResult
             do {
-                result = try await queue.requestDeletion(
+                result = try await queue.deletions.request(
                     accountReference: accountReference,
                     clientIDs: clientIDs.isEmpty ? nil : clientIDs,
                     actor: actor
@@ -162,7 +162,7 @@ struct AccountsDeleteCommand: AsyncParsableCommand {
                 throw fail("\(error.message). Nothing was asked.")
             }
             let created = if case .created = result { true } else { false }
-            return (try await queue.settled(result.deletion, within: wait), created)
+            return (try await queue.deletions.settled(result.deletion, within: wait), created)
         }
         if json {
             print(try AccountsCommand.json(Asked(created: created, deletion: DeletionView(deletion))))

@@ -144,14 +144,14 @@ struct GrantsRegisterCommand: AsyncParsableCommand {
             let queue = RevocationQueue(client: client, sealer: configuration.sealer, logger: logger)
             let registration: GrantRegistration
             do {
-                registration = try await queue.register(new, actor: actor)
+                registration = try await queue.custody.register(new, actor: actor)
             } catch let error as RevokerStoreError where error.code == .conflict {
                 throw fail("This code or token is already held for another account or provider; it was not registered again.")
             } catch let error as RevokerStoreError {
                 throw fail("Could not register: \(error.message). Nothing was stored.")
             }
             let created = if case .created = registration { true } else { false }
-            return (try await queue.settled(registration.grant, within: wait), created)
+            return (try await queue.custody.settled(registration.grant, within: wait), created)
         }
         if json {
             print(try AccountsCommand.json(Registered(created: created, grant: GrantView(grant))))

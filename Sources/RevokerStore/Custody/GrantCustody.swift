@@ -3,7 +3,20 @@ import Logging
 import PostgresNIO
 import RevokerProvider
 
-extension RevocationQueue {
+/// Grants held in custody from sign-in: a code or refresh token taken in, held once the
+/// provider's answer proved it, validated now and then, and read by account. Every step that
+/// calls the provider is a request in the queue, so custody shares the queue's database, sealer
+/// and statement limit (``RevocationQueue/custody``).
+public struct GrantCustody: Sendable {
+    let queue: RevocationQueue
+    var client: PostgresClient { queue.client }
+    var sealer: CredentialSealer { queue.sealer }
+    var logger: Logger { queue.logger }
+
+    public init(queue: RevocationQueue) {
+        self.queue = queue
+    }
+
     /// Takes a grant into custody: the code or refresh token waits as a hold request (`pending`),
     /// claimed ahead of everything else, that a worker exchanges or validates at the provider; the
     /// grant is held once the provider's answer proved it live, bound to the user that answer's
@@ -14,7 +27,7 @@ extension RevocationQueue {
     /// provider it throws ``RevokerStoreError/Code/conflict``. `traceParent` is kept with the grant
     /// and its hold request.
     public func register(_ new: NewGrant, actor: String, traceParent: TraceParent? = nil, logger: Logger? = nil) async throws -> GrantRegistration {
-        try Self.validateActor(actor)
+        try RevocationQueue.validateActor(actor)
         var logger = logger ?? self.logger
         logger[metadataKey: "revoker.client_id"] = "\(new.clientID)"
         let (grantID, requestID) = (UUID(), UUID())
@@ -24,7 +37,7 @@ extension RevocationQueue {
         let userSource = new.userID == nil ? nil : Grant.UserSource.stated
         let events = [AuditEvent(.grantRegistered, detail: new.registeredDetail(grantID: grantID))]
         return try await StoreDatabase.run(logger) {
-            try await self.transaction(logger: logger) { connection in
+            try await queue.transaction(logger: logger) { connection in
                 let inserted = try await connection.query(
                     """
                     INSERT INTO revoker.grants
@@ -95,7 +108,7 @@ extension RevocationQueue {
                 AuditEvent(.grantHeld, detail: "grant=\(grantID.uuidString.lowercased())"),
                 AuditEvent(.succeeded, detail: "outcome=held"), AuditEvent(.credentialErased),
             ]
-        if try await applyFenced(FencedRow(lease, events: closing, change)) { return true }
+        if try await queue.applyFenced(FencedRow(lease, events: closing, change)) { return true }
         try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
@@ -116,8 +129,8 @@ extension RevocationQueue {
     /// `every` (at least a day, as Apple asks), oldest first: each becomes a request of purpose
     /// ``RequestPurpose/validate`` that a worker carries like any other. Apps paused on a
     /// configuration fault are left alone. Returns how many were scheduled.
-    public func scheduleGrantValidations(every: Duration, limit: Int, actor: String, logger: Logger? = nil) async throws -> Int {
-        try Self.validateActor(actor)
+    public func scheduleValidations(every: Duration, limit: Int, actor: String, logger: Logger? = nil) async throws -> Int {
+        try RevocationQueue.validateActor(actor)
         let logger = logger ?? self.logger
         guard every >= .seconds(86_400) else {
             throw RevokerStoreError(.invalidArgument, "a held grant is validated at most once a day: the interval must be at least 1 day")
@@ -146,38 +159,7 @@ extension RevocationQueue {
     /// `grant` once a worker has exchanged its code (or refused it), or as it stands when `wait`
     /// runs out; a grant that is not pending is returned as it is.
     public func settled(_ grant: Grant, within wait: Duration, logger: Logger? = nil) async throws -> Grant {
-        try await Self.polling(grant, within: wait, until: { $0.state != .pending }, read: { try await self.grant(id: grant.id, logger: logger) })
-    }
-
-    /// `deletion` once it completed, or as it stands when `wait` runs out.
-    public func settled(_ deletion: AccountDeletion, within wait: Duration, logger: Logger? = nil) async throws -> AccountDeletion {
-        try await Self.polling(
-            deletion,
-            within: wait,
-            until: { $0.state == .completed },
-            read: { try await self.deletion(id: deletion.id, logger: logger) }
-        )
-    }
-
-    /// Reads `value` again, at growing intervals up to a tenth of a second, until `done` holds
-    /// or `wait` runs out (or it is gone).
-    static func polling<T>(
-        _ value: T,
-        within wait: Duration,
-        until done: (T) -> Bool,
-        read: () async throws -> T?
-    ) async throws -> T {
-        let clock = ContinuousClock()
-        let deadline = clock.now + wait
-        var pause = Duration.milliseconds(10)
-        var current = value
-        while !done(current), clock.now < deadline {
-            try await Task.sleep(for: min(pause, deadline - clock.now))
-            pause = min(pause * 2, .milliseconds(100))
-            guard let read = try await read() else { break }
-            current = read
-        }
-        return current
+        try await polling(grant, within: wait, until: { $0.state != .pending }, read: { try await self.grant(id: grant.id, logger: logger) })
     }
 
     /// The grants held for an account (every state), oldest first; only the apps in `clientIDs` when given.
@@ -233,4 +215,11 @@ extension RevocationQueue {
             error: try errorCode.map { ErrorDetail(code: $0, description: try cells["last_error_description"].decode(String?.self)) }
         )
     }
+}
+
+extension RevocationQueue {
+    /// The grants held in custody, through this queue.
+    public var custody: GrantCustody { GrantCustody(queue: self) }
+    /// The accounts' deletions, through this queue.
+    public var deletions: AccountDeletions { AccountDeletions(queue: self) }
 }

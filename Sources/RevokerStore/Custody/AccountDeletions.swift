@@ -3,7 +3,20 @@ import Logging
 import PostgresNIO
 import RevokerProvider
 
-extension RevocationQueue {
+/// The deletions of accounts by reference: each revokes every grant held for the account
+/// (and a credential the backend still has) through the queue, in bounded batches, and ends with
+/// one outcome. Shares the queue's database, sealer and statement limit
+/// (``RevocationQueue/deletions``).
+public struct AccountDeletions: Sendable {
+    let queue: RevocationQueue
+    var client: PostgresClient { queue.client }
+    var sealer: CredentialSealer { queue.sealer }
+    var logger: Logger { queue.logger }
+
+    public init(queue: RevocationQueue) {
+        self.queue = queue
+    }
+
     /// Asks for the deletion of an account: every live grant held for `accountReference` in the
     /// apps `clientIDs` (every app when nil) gets one revocation request, through the same queue
     /// as every request; a grant still being taken in gets its request once it is held.
@@ -14,7 +27,7 @@ extension RevocationQueue {
     /// ``RevokerStoreError/Code/conflict`` otherwise. A deletion that covers nothing completes at
     /// once as `nothing_held`. `traceParent` is kept with the deletion, and every request it makes
     /// continues that trace.
-    public func requestDeletion(
+    public func request(
         accountReference: String,
         clientIDs: [String]? = nil,
         credential: NewRevocation? = nil,
@@ -22,7 +35,7 @@ extension RevocationQueue {
         traceParent: TraceParent? = nil,
         logger: Logger? = nil
     ) async throws -> DeletionResult {
-        try Self.validateActor(actor)
+        try RevocationQueue.validateActor(actor)
         let logger = logger ?? self.logger
         if let credential, credential.externalReference != accountReference {
             throw RevokerStoreError(.invalidArgument, "a deletion's credential must name the account as its external reference")
@@ -31,7 +44,7 @@ extension RevocationQueue {
         let sealed = try credential.map { try sealer.seal($0.credential, requestID: requestID) }
         let scope = clientIDs.map { Array(Set($0)).sorted() }
         return try await StoreDatabase.run(logger) {
-            try await self.transaction(logger: logger) { connection in
+            try await queue.transaction(logger: logger) { connection in
                 if let traceParent {
                     // Read by the insert triggers of migration 0021: the deletion and the requests it makes keep it.
                     try await connection.query("SELECT set_config('revoker.trace_parent', \(traceParent.rawValue), true)", logger: logger).collect()
@@ -45,7 +58,7 @@ extension RevocationQueue {
                 }
                 if created, let credential, let sealed {
                     guard
-                        try await Self.insert(credential, id: requestID, sealed: sealed, deletionID: id, actor: actor, on: connection, logger: logger)
+                        try await RevocationQueue.insert(credential, id: requestID, sealed: sealed, deletionID: id, actor: actor, on: connection, logger: logger)
                             != nil
                     else {
                         throw RevokerStoreError(
@@ -79,8 +92,8 @@ extension RevocationQueue {
     /// Makes up to `limit` revocation requests for the held grants of live deletions that have
     /// none yet: a deletion makes its first batch as it is asked, and the workers make the rest
     /// here, so that a deletion of any size is accepted at once. Returns how many it made.
-    public func fanOutDeletions(limit: Int = 500, actor: String, logger: Logger? = nil) async throws -> Int {
-        try Self.validateActor(actor)
+    public func fanOut(limit: Int = 500, actor: String, logger: Logger? = nil) async throws -> Int {
+        try RevocationQueue.validateActor(actor)
         let logger = logger ?? self.logger
         guard (1...10_000).contains(limit) else { throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 10000") }
         return try await StoreDatabase.run(logger) {
@@ -101,8 +114,8 @@ extension RevocationQueue {
     }
 
     /// An account's deletions, newest first; with `clientIDs`, those that cover any of them.
-    public func deletions(
-        accountReference: String,
+    public func ofAccount(
+        _ accountReference: String,
         clientIDs: [String]? = nil,
         limit: Int = 100,
         logger: Logger? = nil
@@ -166,20 +179,20 @@ extension RevocationQueue {
             }
             let grants = try await connection.query(
                 """
-                SELECT \(unescaped: grantColumns) FROM revoker.grants g \(unescaped: grantJoin)
+                SELECT \(unescaped: GrantCustody.grantColumns) FROM revoker.grants g \(unescaped: GrantCustody.grantJoin)
                 WHERE g.deletion_id = \(id) AND (\(clientIDs)::text[] IS NULL OR g.client_id = ANY(\(clientIDs)::text[]))
                 ORDER BY g.created_at, g.id
                 """,
                 logger: logger
-            ).collect().map(decodeGrant)
+            ).collect().map(GrantCustody.decodeGrant)
             let requests = try await connection.query(
                 """
-                SELECT \(unescaped: requestColumns) FROM revoker.revocation_requests r
+                SELECT \(unescaped: RevocationQueue.requestColumns) FROM revoker.revocation_requests r
                 WHERE r.deletion_id = \(id) AND (\(clientIDs)::text[] IS NULL OR r.client_id = ANY(\(clientIDs)::text[]))
                 ORDER BY r.created_at, r.id
                 """,
                 logger: logger
-            ).collect().map(decodeRequest)
+            ).collect().map(RevocationQueue.decodeRequest)
             result.append(
                 AccountDeletion(
                     id: id,
@@ -196,5 +209,15 @@ extension RevocationQueue {
             )
         }
         return result
+    }
+
+    /// `deletion` once it completed, or as it stands when `wait` runs out.
+    public func settled(_ deletion: AccountDeletion, within wait: Duration, logger: Logger? = nil) async throws -> AccountDeletion {
+        try await polling(
+            deletion,
+            within: wait,
+            until: { $0.state == .completed },
+            read: { try await self.deletion(id: deletion.id, logger: logger) }
+        )
     }
 }
