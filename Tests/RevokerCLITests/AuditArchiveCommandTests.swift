@@ -11,10 +11,10 @@ import Testing
 import Glibc
 #endif
 
-/// The README's archive commands, run as printed on a trail whose oldest months are before 2026-01.
+/// docs/audit.md's archive commands, run as printed on a trail whose oldest months are before 2026-01.
 @Suite("revoker audit archive")
 struct AuditArchiveCommandTests {
-    /// The README's lines that archive, check the file and issue and check a receipt from it.
+    /// docs/audit.md's lines that archive, check the file and issue and check a receipt from it.
     static let archiveCommands = [
         "revoker audit archive --before 2026-01 --out audit-before-2026-01.jsonl.gz",
         "revoker audit verify-archive audit-before-2026-01.jsonl.gz --public-key audit-public-key.pem",
@@ -22,9 +22,9 @@ struct AuditArchiveCommandTests {
         "revoker audit verify-receipt archived-receipt.json --public-key audit-public-key.pem",
     ]
 
-    @Test func theReadmeArchivesMonthsVerifiesTheFileAndIssuesAReceiptFromIt() async throws {
-        let documented = try ReadmeCommandTests.commands()
-        for command in Self.archiveCommands { #expect(documented.contains(command), "the README shows \(command)") }
+    @Test func theDocsArchiveMonthsVerifyTheFileAndIssueAReceiptFromIt() async throws {
+        let documented = DocumentedCommandTests.commands(in: try Documentation.read("docs/audit.md"))
+        for command in Self.archiveCommands { #expect(documented.contains(command), "docs/audit.md shows \(command)") }
         try await RevokerTestStack.with(apps: [.apple: ["com.example.notes"]]) { stack in
             let client = stack.database.client
             let key = try AuditSigningKey(pemRepresentation: String(contentsOfFile: stack.files.auditSigningKeyFile, encoding: .utf8))

@@ -251,7 +251,7 @@ struct AuditVerifyCommandTests {
         }
     }
 
-    /// The README's daily routine: verify against the checkpoints kept the day before, keep the
+    /// docs/audit.md's daily routine: verify against the checkpoints kept the day before, keep the
     /// newest. It finds the newest checkpoints removed with their rows, and a receipt issued over
     /// a rewritten history signed again, both of which verify without a witness.
     @Test func theAuditorsDailyRoutineFindsWhatOnlyAWitnessCanFind() async throws {

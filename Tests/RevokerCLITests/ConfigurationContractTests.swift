@@ -19,7 +19,7 @@ import Testing
 
 /// The configuration's contract, pinned before it is re-implemented: every key of
 /// `deploy/revoker.example.json` reaches the loaded configuration, every environment variable
-/// the README documents does what it says (and wins over the file), and the one-line errors
+/// docs/operations.md documents does what it says (and wins over the file), and the one-line errors
 /// stay. Nothing here connects to a database.
 @Suite("configuration contract")
 struct ConfigurationContractTests {
@@ -94,25 +94,25 @@ struct ConfigurationContractTests {
         #expect(tried >= 40, "the scalar settings of the example each have an alternative")
     }
 
-    /// The README's table of environment variables: each name is one Revoker reads, and each
+    /// docs/operations.md's table of environment variables: each name is one Revoker reads, and each
     /// set alone (with the companions it needs) changes the configuration as documented, with
     /// no file and over the example's file (the environment wins).
-    @Test("every environment variable the README documents works")
+    @Test("every environment variable the docs document works")
     func documentedVariablesWork() throws {
-        let documented = try readmeVariables()
-        #expect(documented.count >= 20, "the README's table of variables was found: \(documented)")
+        let documented = try documentedVariables()
+        #expect(documented.count >= 20, "docs/operations.md's table of variables was found: \(documented)")
         for name in documented where !knownVariables.contains(name) {
-            Issue.record("The README documents \(name), which is not one of RevokerConfiguration.variableNames.")
+            Issue.record("docs/operations.md documents \(name), which is not one of RevokerConfiguration.variableNames.")
         }
 
         let materials = try Materials()
         defer { materials.remove() }
         let cases = try VariableCase.all(materials)
         for name in documented where cases[name] == nil {
-            Issue.record("The README documents \(name) but this test has no expectation for it: add one to VariableCase.all.")
+            Issue.record("docs/operations.md documents \(name) but this test has no expectation for it: add one to VariableCase.all.")
         }
         for name in cases.keys.sorted() where !documented.contains(name) {
-            Issue.record("This test expects \(name) to be documented, but the README's table no longer lists it.")
+            Issue.record("This test expects \(name) to be documented, but docs/operations.md's table no longer lists it.")
         }
 
         let example = try materials.example()
@@ -639,12 +639,11 @@ private func arrayEntries(of json: JSON, path: [Step] = []) -> [(pattern: String
 /// Every variable Revoker reads: the assembly's and each provider's.
 private let knownVariables = Set(RevokerConfiguration.variableNames)
 
-/// The names in the first column of the README's table of variables (the one with `DATABASE_URL`).
-private func readmeVariables() throws -> [String] {
-    let readme = try String(contentsOf: PrivatePostgres.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-    let lines = readme.components(separatedBy: "\n")
+/// The names in the first column of docs/operations.md's table of variables (the one with `DATABASE_URL`).
+private func documentedVariables() throws -> [String] {
+    let lines = try Documentation.read("docs/operations.md").components(separatedBy: "\n")
     guard let anchor = lines.firstIndex(where: { $0.hasPrefix("| `\(RevokerConfiguration.Variable.databaseURL)` |") }) else {
-        Issue.record("The README has no table row for DATABASE_URL.")
+        Issue.record("docs/operations.md has no table row for DATABASE_URL.")
         return []
     }
     var start = anchor

@@ -12,8 +12,8 @@ import Glibc
 import ProviderSandbox
 #endif
 
-/// `deploy/postgres/roles.sql` applied as the README says, a login in each of its roles, and
-/// every use the README documents for a role carried out as that role: the grants are enough
+/// `deploy/postgres/roles.sql` applied as docs/operations.md says, a login in each of its roles,
+/// and every use the docs document for a role carried out as that role: the grants are enough
 /// for what the documentation promises.
 @Suite("Every documented command as its documented role")
 struct RoleCommandTests {
@@ -39,22 +39,22 @@ struct RoleCommandTests {
         case sql(String, binds: [String] = [])
     }
 
-    /// Where the README documents it, the role, and the use.
+    /// Where the docs document it, the role, and the use.
     struct Documented: Sendable {
-        var readme: String
+        var doc: String
         var role: Role
         var use: Use
     }
 
     static let notes = "com.example.notes"
 
-    /// Every use the README documents, by role, in an order where each finds what it needs
-    /// (a request to drain, a checkpoint to verify). Add a row when the README documents one.
+    /// Every use the docs document, by role, in an order where each finds what it needs
+    /// (a request to drain, a checkpoint to verify). Add a row when a doc documents one.
     static let documented: [Documented] = [
         // The service's role is `database_url` for every command but `migrate` (deploy/revoker.example.md).
-        .init(readme: "The HTTP API: revoker serve", role: .worker, use: .service(["serve", "--port", "0"], ready: "Serving the API")),
+        .init(doc: "integration.md, The HTTP API: revoker serve", role: .worker, use: .service(["serve", "--port", "0"], ready: "Serving the API")),
         .init(
-            readme: "Enqueueing a deletion (command line)",
+            doc: "integration.md, Enqueueing a deletion (command line)",
             role: .worker,
             use: .command([
                 "enqueue", "--client-id", notes, "--reference", "user-42", "--kind", "refresh_token", "--apple-user-id", "000123.abcdef",
@@ -62,80 +62,92 @@ struct RoleCommandTests {
             ])
         ),
         .init(
-            readme: "Enqueueing a deletion (the app's own transaction)",
+            doc: "integration.md, Enqueueing a deletion (the app's own transaction)",
             role: .enqueuer,
             use: .sql(
                 "SELECT revoker.enqueue_revocation('com.example.notes', 'user-43', 'refresh_token', $1, apple_user_id => '000124.abcdef')",
                 binds: ["{token-2}"]
             )
         ),
-        .init(readme: "Running the worker: drain", role: .worker, use: .command(["drain"])),
-        .init(readme: "Running the worker: work", role: .worker, use: .service(["work", "--log-level", "info"], ready: "Worker started")),
-        .init(readme: "revoker status", role: .worker, use: .command(["status"])),
-        .init(readme: "The event feed: revoker events", role: .worker, use: .command(["events", "--limit", "100"])),
-        .init(readme: "Tamper evidence: revoker audit checkpoint", role: .worker, use: .command(["audit", "checkpoint"])),
-        .init(readme: "Tamper evidence: revoker audit public-key", role: .worker, use: .command(["audit", "public-key"], saveAs: "public-key")),
-        .init(readme: "The audit trail: revoker audit", role: .worker, use: .command(["audit", "--reference", "user-42"])),
-        .init(readme: "Tamper evidence: revoker audit verify", role: .worker, use: .command(["audit", "verify"])),
+        .init(doc: "operations.md, Running the worker: drain", role: .worker, use: .command(["drain"])),
         .init(
-            readme: "Evidence for one request: revoker audit receipt",
+            doc: "operations.md, Running the worker: work",
+            role: .worker,
+            use: .service(["work", "--log-level", "info"], ready: "Worker started")
+        ),
+        .init(doc: "operations.md, Running the worker: revoker status", role: .worker, use: .command(["status"])),
+        .init(doc: "integration.md, Events for the app backend: revoker events", role: .worker, use: .command(["events", "--limit", "100"])),
+        .init(doc: "audit.md, Tamper evidence: revoker audit checkpoint", role: .worker, use: .command(["audit", "checkpoint"])),
+        .init(
+            doc: "audit.md, Tamper evidence: revoker audit public-key",
+            role: .worker,
+            use: .command(["audit", "public-key"], saveAs: "public-key")
+        ),
+        .init(doc: "audit.md, The audit trail: revoker audit", role: .worker, use: .command(["audit", "--reference", "user-42"])),
+        .init(doc: "audit.md, Tamper evidence: revoker audit verify", role: .worker, use: .command(["audit", "verify"])),
+        .init(
+            doc: "audit.md, Receipts: revoker audit receipt",
             role: .worker,
             use: .command(["audit", "receipt", "--reference", "user-42"], saveAs: "receipt")
         ),
-        .init(readme: "Retention: revoker prune", role: .worker, use: .command(["prune", "--older-than-days", "90"])),
+        .init(doc: "operations.md, Retention: revoker prune", role: .worker, use: .command(["prune", "--older-than-days", "90"])),
         // Compliance staff: "An auditor needs only the public key and read access (revoker_auditor)".
-        .init(readme: "The audit trail: revoker audit", role: .auditor, use: .command(["audit", "--reference", "user-42"])),
+        .init(doc: "audit.md, The audit trail: revoker audit", role: .auditor, use: .command(["audit", "--reference", "user-42"])),
         .init(
-            readme: "The audit trail: revoker audit",
+            doc: "audit.md, The audit trail: revoker audit",
             role: .auditor,
             use: .command(["audit", "--apple-user-id", "000123.abcdef", "--format", "json"])
         ),
         .init(
-            readme: "The audit trail: revoker audit",
+            doc: "audit.md, The audit trail: revoker audit",
             role: .auditor,
             use: .command(["audit", "--client-id", notes, "--since", "2026-01-01", "--until", "2026-02-01", "--format", "csv"])
         ),
         .init(
-            readme: "The audit trail: SQL as revoker_auditor",
+            doc: "audit.md, The audit trail: SQL as revoker_auditor",
             role: .auditor,
             use: .sql("SELECT * FROM revoker.audit_events WHERE external_reference = 'user-42' ORDER BY id")
         ),
-        .init(readme: "Tamper evidence: revoker audit verify", role: .auditor, use: .command(["audit", "verify", "--public-key", "{public-key}"])),
         .init(
-            readme: "Tamper evidence: revoker audit verify",
+            doc: "audit.md, Tamper evidence: revoker audit verify",
+            role: .auditor,
+            use: .command(["audit", "verify", "--public-key", "{public-key}"])
+        ),
+        .init(
+            doc: "audit.md, Tamper evidence: revoker audit verify",
             role: .auditor,
             use: .command(["audit", "verify", "--public-key", "{public-key}", "--since", "2026-01-01", "--json"])
         ),
         .init(
-            readme: "Evidence for one request: revoker audit verify-receipt",
+            doc: "audit.md, Receipts: revoker audit verify-receipt",
             role: .auditor,
             use: .command(["audit", "verify-receipt", "{receipt}", "--public-key", "{public-key}"])
         ),
         // The auditor's daily routine: twice, the first run keeping into a witness not there yet.
         .init(
-            readme: "Witnesses: an auditor's daily routine",
+            doc: "audit.md, An auditor's daily routine",
             role: .auditor,
             use: .command(["audit", "verify", "--public-key", "{public-key}", "--witness", "{witness}", "--keep-witness", "{witness}"])
         ),
         .init(
-            readme: "Witnesses: an auditor's daily routine",
+            doc: "audit.md, An auditor's daily routine",
             role: .auditor,
             use: .command(["audit", "verify", "--public-key", "{public-key}", "--witness", "{witness}", "--keep-witness", "{witness}"])
         ),
         .init(
-            readme: "Witnesses: an auditor's daily routine",
+            doc: "audit.md, An auditor's daily routine",
             role: .auditor,
             use: .command(["audit", "verify-receipt", "{receipt}", "--public-key", "{public-key}", "--witness", "{witness}"])
         ),
         // App backends in the same database.
         .init(
-            readme: "What it needs: revoker_enqueuer reads request states",
+            doc: "operations.md, What it needs: revoker_enqueuer reads request states",
             role: .enqueuer,
             use: .sql("SELECT id, state, outcome, finished_at FROM revoker.revocation_requests WHERE external_reference = 'user-43'")
         ),
-        .init(readme: "Events: LISTEN revoker_events", role: .enqueuer, use: .sql("LISTEN revoker_events")),
+        .init(doc: "integration.md, Events for the app backend: LISTEN revoker_events", role: .enqueuer, use: .sql("LISTEN revoker_events")),
         .init(
-            readme: "Events: SELECT * FROM revoker.events",
+            doc: "integration.md, Events for the app backend: SELECT * FROM revoker.events",
             role: .enqueuer,
             use: .sql(
                 "SELECT * FROM revoker.events WHERE (txid, position) > ($1::xid8, $2::bigint) ORDER BY txid, position LIMIT 100",
@@ -159,7 +171,7 @@ struct RoleCommandTests {
 
                 for (index, entry) in Self.documented.enumerated() {
                     let url = try #require(logins[entry.role])
-                    let what = "\(entry.role.rawValue): \(entry.readme) (#\(index))"
+                    let what = "\(entry.role.rawValue): \(entry.doc) (#\(index))"
                     switch entry.use {
                     case .command(let arguments, let saveAs):
                         let result = try await RevokerProcess.run(
@@ -203,7 +215,7 @@ struct RoleCommandTests {
         return environment
     }
 
-    /// Runs `deploy/postgres/roles.sql` with psql, as the README says, as the database's owner.
+    /// Runs `deploy/postgres/roles.sql` with psql, as docs/operations.md says, as the database's owner.
     static func applyRoles(to url: String) throws {
         let file = PrivatePostgres.packageRoot.appendingPathComponent("deploy/postgres/roles.sql").path
         let (status, output) = try ChildProcess.runBlocking(

@@ -48,14 +48,15 @@ struct MigrationTests {
         }
     }
 
-    /// The README's `psql` line, run as printed: every file applied in its own transaction, and
-    /// the schema it leaves is one `revoker migrate` takes as current.
-    @Test func theReadmesPsqlLineAppliesEveryMigration() async throws {
+    /// docs/operations.md's `psql` line, run as printed: every file applied in its own
+    /// transaction, and the schema it leaves is one `revoker migrate` takes as current.
+    @Test func theDocumentedPsqlLineAppliesEveryMigration() async throws {
         let root = PrivatePostgres.packageRoot
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let command = try #require(
-            readme.components(separatedBy: "`").first { $0.contains("psql") && $0.contains("--single-transaction") },
-            "the README shows how to apply the migrations with psql"
+            try Documentation.read("docs/operations.md").components(separatedBy: "`").first {
+                $0.contains("psql") && $0.contains("--single-transaction")
+            },
+            "docs/operations.md shows how to apply the migrations with psql"
         )
         try await ScratchDatabase.withScratchDatabase(.empty) { (db: ScratchDatabase) async throws in
             let environment = ProcessInfo.processInfo.environment.merging(["DATABASE_URL": db.url]) { $1 }

@@ -84,9 +84,9 @@ struct WebhookDeliveryTests {
                 let exposition = String(buffer: try await metrics.body.collect(upTo: 1024 * 1024))
                 #expect(exposition.contains("revoker_webhook_parked{endpoint=\"notes-backend\"} 0"), "\(exposition)")
 
-                // The README's shell check of a signature agrees with the one sent.
+                // The documented shell check of a signature agrees with the one sent.
                 let sample = try #require(received.last)
-                #expect(try Self.readmeSignature(of: sample, secretFile: receiver.secretFile) == sample.signature)
+                #expect(try Self.documentedSignature(of: sample, secretFile: receiver.secretFile) == sample.signature)
             }
         }
     }
@@ -146,23 +146,22 @@ struct WebhookDeliveryTests {
         }
     }
 
-    /// The README's shell blocks about webhooks: the `sign-webhook` script and the curl example.
-    static func readmeWebhookBlocks() throws -> (sign: String, curl: String) {
-        let readme = try String(contentsOf: PrivatePostgres.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let blocks = readme.components(separatedBy: "```sh\n").dropFirst().map { $0.components(separatedBy: "\n```")[0] }
+    /// docs/integration.md's shell blocks about webhooks: the `sign-webhook` script and the curl example.
+    static func documentedWebhookBlocks() throws -> (sign: String, curl: String) {
+        let blocks = Documentation.shellBlocks(in: try Documentation.read("docs/integration.md"))
         return (
             try #require(blocks.first { $0.hasPrefix("# sign-webhook") }),
             try #require(blocks.first { $0.contains("curl") && $0.contains("sign-webhook") })
         )
     }
 
-    /// Runs `script` with sh in a directory holding the README's files: `sign-webhook`, the
+    /// Runs `script` with sh in a directory holding the documented files: `sign-webhook`, the
     /// endpoint's secret as `notes-webhook-secret`, and `body` as `body.json`. Returns its output.
-    static func runReadmeShell(_ script: String, body: String, secretFile: String, environment: [String: String] = [:]) throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-readme-\(UUID().uuidString)")
+    static func runDocumentedShell(_ script: String, body: String, secretFile: String, environment: [String: String] = [:]) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("revoker-docs-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Data(try readmeWebhookBlocks().sign.utf8).write(to: directory.appendingPathComponent("sign-webhook"))
+        try Data(try documentedWebhookBlocks().sign.utf8).write(to: directory.appendingPathComponent("sign-webhook"))
         try FileManager.default.copyItem(atPath: secretFile, toPath: directory.appendingPathComponent("notes-webhook-secret").path)
         try Data(body.utf8).write(to: directory.appendingPathComponent("body.json"))
         let (_, text) = try ChildProcess.runBlocking(
@@ -174,9 +173,9 @@ struct WebhookDeliveryTests {
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// The README's `sign-webhook` over a delivery, as printed.
-    static func readmeSignature(of delivery: WebhookReceiver.Delivery, secretFile: String) throws -> String {
-        try runReadmeShell(
+    /// The documented `sign-webhook` over a delivery, as printed.
+    static func documentedSignature(of delivery: WebhookReceiver.Delivery, secretFile: String) throws -> String {
+        try runDocumentedShell(
             #"sh sign-webhook notes-webhook-secret "$id" "$ts" body.json"#,
             body: delivery.body,
             secretFile: secretFile,
@@ -184,13 +183,13 @@ struct WebhookDeliveryTests {
         )
     }
 
-    @Test func theReadmesCurlExamplePostsAnEventThatVerifies() async throws {
+    @Test func theDocumentedCurlExamplePostsAnEventThatVerifies() async throws {
         try await WebhookReceiver.with { receiver in
             let sample = #"{"id":"5b0c2d1e-0000-4000-8000-000000000001","type":"revocation.succeeded","client_id":"com.example.notes"}"#
-            let curl = try Self.readmeWebhookBlocks().curl.replacingOccurrences(of: "https://notes.example.com/hooks/revoker", with: receiver.url)
-            _ = try Self.runReadmeShell(curl, body: sample, secretFile: receiver.secretFile)
+            let curl = try Self.documentedWebhookBlocks().curl.replacingOccurrences(of: "https://notes.example.com/hooks/revoker", with: receiver.url)
+            _ = try Self.runDocumentedShell(curl, body: sample, secretFile: receiver.secretFile)
             let delivery = try #require(receiver.deliveries.first)
-            #expect(delivery.signatureValid, "the README's curl example signs as Revoker does")
+            #expect(delivery.signatureValid, "the documented curl example signs as Revoker does")
             #expect(delivery.body == sample && delivery.id.hasPrefix("msg_test_") && delivery.answered == 204)
         }
     }

@@ -16,7 +16,7 @@
 -- revoker_auditor  compliance: SELECT on revoker.audit_events, its chains, genesis and checkpoints,
 --                  the providers' notifications, and the schema's version (revoker.schema_migrations:
 --                  names and checksums of the migrations applied), which `revoker audit verify` checks
---                  before it trusts its own queries. Enough for the README's commands for compliance
+--                  before it trusts its own queries. Enough for docs/audit.md's commands for compliance
 --                  staff (Tests/RevokerCLITests/RoleCommandTests.swift runs each one as this role).
 --
 -- The outbox (revoker.outbox_events) is written only by its triggers (SECURITY DEFINER, owned

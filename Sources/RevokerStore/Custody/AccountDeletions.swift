@@ -57,10 +57,16 @@ public struct AccountDeletions: Sendable {
                     throw RevokerStoreError(.database, "the deletion was not recorded")
                 }
                 if created, let credential, let sealed {
-                    guard
-                        try await RevocationQueue.insert(credential, id: requestID, sealed: sealed, deletionID: id, actor: actor, on: connection, logger: logger)
-                            != nil
-                    else {
+                    let inserted = try await RevocationQueue.insert(
+                        credential,
+                        id: requestID,
+                        sealed: sealed,
+                        deletionID: id,
+                        actor: actor,
+                        on: connection,
+                        logger: logger
+                    )
+                    guard inserted != nil else {
                         throw RevokerStoreError(
                             .conflict,
                             "a live revocation request for this account's reference holds the credential's app; cancel it or let it end first"

@@ -19,7 +19,7 @@ struct ConfigurationOptions: ParsableArguments {
     var strict = false
 }
 
-/// Exit codes shared by the commands (documented in the README).
+/// Exit codes shared by the commands (documented with each command in docs/).
 enum Exit {
     /// Everything it finished succeeded.
     static let success = ExitCode(0)
