@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import RevokerProvider
 import RevokerStore
 
 /// What must hold before any part serves: the database answers, and (unless a command says
@@ -112,7 +113,7 @@ public struct StartupCheck: Sendable {
             default: return "\(error.code)"
             }
         }
-        return String(describing: error).prefix(200).description
+        return SafeText.describing(error)
     }
 }
 

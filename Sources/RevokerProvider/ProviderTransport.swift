@@ -116,7 +116,7 @@ public struct ProviderTransport: Sendable {
             case .remoteConnectionClosed:
                 return "the connection was closed before an answer"
             default:
-                return "the HTTP call failed (\(String(describing: error).prefix(120)))"
+                return "the HTTP call failed (\(SafeText.describing(error, limit: 120)))"
             }
         }
         if let error = error as? IOError { return "the connection failed (errno \(error.errnoCode))" }

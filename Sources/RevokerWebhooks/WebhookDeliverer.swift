@@ -128,7 +128,7 @@ public struct WebhookDeliverer: Service {
                 } catch {
                     logger.warning(
                         "Could not register the webhook endpoint; retrying",
-                        metadata: ["revoker.webhook": "\(endpoint.name)", "revoker.error": "\(String(describing: error).prefix(200))"]
+                        metadata: ["revoker.webhook": "\(endpoint.name)", "revoker.error": .string(SafeText.describing(error))]
                     )
                     if let deadline = drainDeadline.value, ContinuousClock.now >= deadline { break }
                     continue
@@ -252,7 +252,7 @@ public struct WebhookDeliverer: Service {
         } catch {
             logger.warning(
                 "Database error while delivering webhooks; the lease will expire",
-                metadata: ["revoker.error": "\(String(describing: error).prefix(200))"]
+                metadata: ["revoker.error": .string(SafeText.describing(error))]
             )
             return .interrupted
         }

@@ -12,6 +12,12 @@ public enum SafeText {
         return raw
     }
 
+    /// An error as a log line or a message tells it: its description, cut at `limit` characters
+    /// (a driver's error can carry a whole statement).
+    public static func describing(_ error: any Error, limit: Int = 200) -> String {
+        String(String(describing: error).prefix(limit))
+    }
+
     /// Strips control characters, removes any value we sent, and bounds the length.
     public static func bounded(_ raw: String, scrubbing secrets: [String]) -> String {
         var text = String(String.UnicodeScalarView(raw.unicodeScalars.filter { !$0.properties.generalCategory.isControl }))

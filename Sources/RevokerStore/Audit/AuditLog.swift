@@ -29,54 +29,25 @@ public struct AuditLog: Sendable {
                    apple_error_description, latency_ms, detail
             FROM revoker.audit_events WHERE true
             """
-        var binds = PostgresBindings()
-        func next() -> String { "$\(binds.count)" }
-        if let value = query.requestID {
-            binds.append(value)
-            sql += " AND request_id = \(next())"
-        }
-        if let value = query.externalReference {
-            binds.append(value)
-            sql += " AND external_reference = \(next())"
-        }
-        if let value = query.clientID {
-            binds.append(value)
-            sql += " AND client_id = \(next())"
-        }
-        if let value = query.clientIDs {
-            binds.append(value)
-            sql += " AND client_id = ANY(\(next())::text[])"
-        }
-        if let value = query.userID {
-            binds.append(value)
-            sql += " AND apple_user_id = \(next())"
-        }
-        if let value = query.from {
-            binds.append(value)
-            sql += " AND occurred_at >= \(next())"
-        }
-        if let value = query.to {
-            binds.append(value)
-            sql += " AND occurred_at < \(next())"
-        }
-        if let events = query.events {
-            binds.append(events.map(\.rawValue))
-            sql += " AND event = ANY(\(next())::text[])"
-        }
+        var binds = SQLBindings()
+        if let value = query.requestID { sql += " AND request_id = \(binds.bind(value))" }
+        if let value = query.externalReference { sql += " AND external_reference = \(binds.bind(value))" }
+        if let value = query.clientID { sql += " AND client_id = \(binds.bind(value))" }
+        if let value = query.clientIDs { sql += " AND client_id = ANY(\(binds.bind(value))::text[])" }
+        if let value = query.userID { sql += " AND apple_user_id = \(binds.bind(value))" }
+        if let value = query.from { sql += " AND occurred_at >= \(binds.bind(value))" }
+        if let value = query.to { sql += " AND occurred_at < \(binds.bind(value))" }
+        if let events = query.events { sql += " AND event = ANY(\(binds.bind(events.map(\.rawValue)))::text[])" }
         if let cursor = query.cursor {
             let (micros, id) = try Self.decodeCursor(cursor)
-            binds.append(micros)
-            let microsParameter = next()
-            binds.append(id)
-            sql += " AND (occurred_at, id) > (timestamptz 'epoch' + \(microsParameter)::float8 * interval '1 microsecond', \(next()))"
+            sql += " AND (occurred_at, id) > (timestamptz 'epoch' + \(binds.bind(micros))::float8 * interval '1 microsecond', \(binds.bind(id)))"
         }
-        binds.append(query.limit + 1)
-        sql += " ORDER BY occurred_at, id LIMIT \(next())"
+        sql += " ORDER BY occurred_at, id LIMIT \(binds.bind(query.limit + 1))"
 
         var records: [AuditRecord] = []
         var micros: [Int64] = []
         let rows = try await StoreDatabase.run(logger) {
-            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).collect()
+            try await self.client.query(binds.query(sql), logger: logger).collect()
         }
         for row in rows {
             let cells = try row.decode(

@@ -109,11 +109,8 @@ public struct AuditRequests: Sendable {
         let onlyInProgress = search.outcome == AuditRequestSearch.inProgress
         // Only the filters given are written: a filter OR'd with "no filter" keeps the planner from
         // starting at the user's few rows, and it scanned the whole trail newest first instead.
-        var binds = PostgresBindings()
-        func bind(_ value: some PostgresEncodable) throws -> String {
-            try binds.append(value)
-            return "$\(binds.count)"
-        }
+        var binds = SQLBindings()
+        func bind(_ value: some PostgresEncodable) throws -> String { try binds.bind(value) }
         var conditions = ["e.event = 'enqueued'", "e.request_id IS NOT NULL"]
         // Archived requests (migration 0022) are found by what the archive kept of them.
         var archived: [String] = []
@@ -157,33 +154,32 @@ public struct AuditRequests: Sendable {
             ) f ON true
             """
         }
-        let sql = PostgresQuery(
-            unsafeSQL: """
-                (SELECT e.request_id, e.id, \(SQLTime.micros("e.occurred_at")), e.actor, e.client_id,
-                       e.external_reference,
-                       coalesce((SELECT u.apple_user_id FROM revoker.audit_events u
-                                 WHERE u.request_id = e.request_id AND u.apple_user_id IS NOT NULL
-                                 ORDER BY u.occurred_at DESC, u.id DESC LIMIT 1), e.apple_user_id),
-                       \(Self.outcomeSQL), \(SQLTime.micros("f.occurred_at")), NULL::text
-                FROM revoker.audit_events e
-                \(finalRow("e.request_id"))
-                WHERE \(conditions.joined(separator: "\n  AND "))
-                ORDER BY e.occurred_at DESC, e.id DESC
-                LIMIT \(limit))
-                UNION ALL
-                (SELECT r.request_id, r.enqueued_id, \(SQLTime.micros("r.requested_at")), r.requested_by, r.client_id,
-                       r.external_reference, r.user_id, coalesce(r.outcome, \(Self.outcomeSQL)),
-                       \(SQLTime.micros("coalesce(r.finished_at, f.occurred_at)")), h.file_name
-                FROM revoker.audit_archived_requests r
-                JOIN revoker.audit_archives h ON h.id = r.archive_id
-                \(finalRow("r.request_id"))
-                \(archived.isEmpty ? "" : "WHERE " + archived.joined(separator: "\n  AND "))
-                ORDER BY r.requested_at DESC, r.enqueued_id DESC
-                LIMIT \(limit))
-                ORDER BY 3 DESC, 2 DESC
-                LIMIT \(limit)
-                """,
-            binds: binds
+        let sql = binds.query(
+            """
+            (SELECT e.request_id, e.id, \(SQLTime.micros("e.occurred_at")), e.actor, e.client_id,
+                   e.external_reference,
+                   coalesce((SELECT u.apple_user_id FROM revoker.audit_events u
+                             WHERE u.request_id = e.request_id AND u.apple_user_id IS NOT NULL
+                             ORDER BY u.occurred_at DESC, u.id DESC LIMIT 1), e.apple_user_id),
+                   \(Self.outcomeSQL), \(SQLTime.micros("f.occurred_at")), NULL::text
+            FROM revoker.audit_events e
+            \(finalRow("e.request_id"))
+            WHERE \(conditions.joined(separator: "\n  AND "))
+            ORDER BY e.occurred_at DESC, e.id DESC
+            LIMIT \(limit))
+            UNION ALL
+            (SELECT r.request_id, r.enqueued_id, \(SQLTime.micros("r.requested_at")), r.requested_by, r.client_id,
+                   r.external_reference, r.user_id, coalesce(r.outcome, \(Self.outcomeSQL)),
+                   \(SQLTime.micros("coalesce(r.finished_at, f.occurred_at)")), h.file_name
+            FROM revoker.audit_archived_requests r
+            JOIN revoker.audit_archives h ON h.id = r.archive_id
+            \(finalRow("r.request_id"))
+            \(archived.isEmpty ? "" : "WHERE " + archived.joined(separator: "\n  AND "))
+            ORDER BY r.requested_at DESC, r.enqueued_id DESC
+            LIMIT \(limit))
+            ORDER BY 3 DESC, 2 DESC
+            LIMIT \(limit)
+            """
         )
         let rows = try await StoreDatabase.run(logger) {
             try await self.client.query(sql, logger: logger).collect()

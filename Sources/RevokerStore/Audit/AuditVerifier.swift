@@ -234,53 +234,44 @@ public struct AuditVerifier: Sendable {
         let open = (last?.openTxids ?? []).map(String.init)
         // Only the filters given are written: a subquery OR'd with "no filter" is not planned as a
         // join, and every row of the trail was tested against it.
-        var binds = PostgresBindings()
+        var binds = SQLBindings()
         var scope: [String] = []
-        if let clientID {
-            binds.append(clientID)
-            scope.append("client_id = $\(binds.count)")
-        }
-        if let since {
-            binds.append(since)
-            scope.append("chain_key IN (SELECT chain_key FROM revoker.audit_events WHERE occurred_at >= $\(binds.count))")
-        }
-        binds.append(covered)
-        let coveredBind = "$\(binds.count)"
-        binds.append(open)
-        let openBind = "$\(binds.count)"
-        let sql = PostgresQuery(
-            unsafeSQL: """
-                WITH last AS (
-                    SELECT DISTINCT ON (chain_key) chain_key, chain_seq
-                    FROM revoker.audit_events
-                    \(scope.isEmpty ? "" : "WHERE " + scope.joined(separator: " AND "))
-                    ORDER BY chain_key, chain_seq DESC
-                ), heads AS (
-                    SELECT * FROM revoker.audit_chains
-                    \(scope.isEmpty ? "" : "WHERE chain_key IN (SELECT chain_key FROM last)")
-                ), joined AS (
-                    SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found,
-                           h.archived_seq
-                    FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
-                    -- A chain archived up to its head has no row here to check it against (migration 0022).
-                    WHERE h.archived_seq IS NULL OR h.last_seq > h.archived_seq
-                )
-                SELECT j.chain, j.last_seq, j.last_seq_found, at_head.id, at_head.hash = j.last_hash, beyond.id
-                FROM joined j
-                LEFT JOIN LATERAL (
-                    -- LIMIT keeps it a lookup per chain: joined, the whole trail was hashed for a few chains.
-                    SELECT a.id, a.hash FROM revoker.audit_events a WHERE a.chain_key = j.chain AND a.chain_seq = j.last_seq LIMIT 1
-                ) at_head ON true
-                LEFT JOIN LATERAL (
-                    SELECT min(e.id) AS id FROM revoker.audit_events e
-                    WHERE e.chain_key = j.chain AND e.chain_seq > coalesce(j.last_seq, 0) AND e.txid < \(coveredBind)::xid8
-                      AND e.txid <> ALL(\(openBind)::text[]::xid8[])
-                ) beyond ON true
-                WHERE j.last_seq_found IS NULL OR j.last_seq > j.last_seq_found
-                   OR (j.last_seq IS NOT NULL AND at_head.hash IS DISTINCT FROM j.last_hash) OR beyond.id IS NOT NULL
-                ORDER BY 1
-                """,
-            binds: binds
+        if let clientID { scope.append("client_id = \(binds.bind(clientID))") }
+        if let since { scope.append("chain_key IN (SELECT chain_key FROM revoker.audit_events WHERE occurred_at >= \(binds.bind(since)))") }
+        let coveredBind = binds.bind(covered)
+        let openBind = binds.bind(open)
+        let sql = binds.query(
+            """
+            WITH last AS (
+                SELECT DISTINCT ON (chain_key) chain_key, chain_seq
+                FROM revoker.audit_events
+                \(scope.isEmpty ? "" : "WHERE " + scope.joined(separator: " AND "))
+                ORDER BY chain_key, chain_seq DESC
+            ), heads AS (
+                SELECT * FROM revoker.audit_chains
+                \(scope.isEmpty ? "" : "WHERE chain_key IN (SELECT chain_key FROM last)")
+            ), joined AS (
+                SELECT coalesce(h.chain_key, l.chain_key) AS chain, h.last_seq, h.last_hash, l.chain_seq AS last_seq_found,
+                       h.archived_seq
+                FROM heads h FULL JOIN last l ON l.chain_key = h.chain_key
+                -- A chain archived up to its head has no row here to check it against (migration 0022).
+                WHERE h.archived_seq IS NULL OR h.last_seq > h.archived_seq
+            )
+            SELECT j.chain, j.last_seq, j.last_seq_found, at_head.id, at_head.hash = j.last_hash, beyond.id
+            FROM joined j
+            LEFT JOIN LATERAL (
+                -- LIMIT keeps it a lookup per chain: joined, the whole trail was hashed for a few chains.
+                SELECT a.id, a.hash FROM revoker.audit_events a WHERE a.chain_key = j.chain AND a.chain_seq = j.last_seq LIMIT 1
+            ) at_head ON true
+            LEFT JOIN LATERAL (
+                SELECT min(e.id) AS id FROM revoker.audit_events e
+                WHERE e.chain_key = j.chain AND e.chain_seq > coalesce(j.last_seq, 0) AND e.txid < \(coveredBind)::xid8
+                  AND e.txid <> ALL(\(openBind)::text[]::xid8[])
+            ) beyond ON true
+            WHERE j.last_seq_found IS NULL OR j.last_seq > j.last_seq_found
+               OR (j.last_seq IS NOT NULL AND at_head.hash IS DISTINCT FROM j.last_hash) OR beyond.id IS NOT NULL
+            ORDER BY 1
+            """
         )
         // Compiling it (JIT, for the planner's guess of the chains in scope) took longer than running it.
         let found = try await client.withTransaction(logger: logger) { connection in

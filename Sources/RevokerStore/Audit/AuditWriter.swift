@@ -100,35 +100,28 @@ enum AuditWriter {
         logger: Logger
     ) async throws {
         guard !events.isEmpty else { return }
-        var binds = PostgresBindings(capacity: 3 + 7 * events.count)
-        binds.append(requestID)
-        binds.append(clientID)
-        binds.append(actor)
+        var binds = SQLBindings()
+        let (request, client, actor) = (binds.bind(requestID), binds.bind(clientID), binds.bind(actor))
         var rows: [String] = []
         for (index, event) in events.enumerated() {
-            let first = 4 + 7 * index
-            rows.append(
-                "($\(first)::text, $\(first + 1)::text, $\(first + 2)::int, $\(first + 3)::text, $\(first + 4)::text, "
-                    + "$\(first + 5)::int, $\(first + 6)::text, \(index))"
-            )
-            binds.append(event.event.rawValue)
-            binds.append(event.providerEndpoint)
-            binds.append(event.httpStatus)
-            binds.append(event.providerError)
-            binds.append(event.providerErrorDescription)
-            binds.append(event.latencyMilliseconds)
-            binds.append(event.detail)
+            let values = [
+                "\(binds.bind(event.event.rawValue))::text", "\(binds.bind(event.providerEndpoint))::text",
+                "\(binds.bind(event.httpStatus))::int", "\(binds.bind(event.providerError))::text",
+                "\(binds.bind(event.providerErrorDescription))::text", "\(binds.bind(event.latencyMilliseconds))::int",
+                "\(binds.bind(event.detail))::text", "\(index)",
+            ]
+            rows.append("(" + values.joined(separator: ", ") + ")")
         }
         let sql = """
             INSERT INTO revoker.audit_events
                 (request_id, client_id, external_reference, apple_user_id, event, attempt, actor,
                  apple_endpoint, http_status, apple_error, apple_error_description, latency_ms, detail)
-            SELECT r.id, coalesce(r.client_id, $2::text), r.external_reference, r.apple_user_id, v.event, r.attempts, $3::text,
+            SELECT r.id, coalesce(r.client_id, \(client)::text), r.external_reference, r.apple_user_id, v.event, r.attempts, \(actor)::text,
                    v.endpoint, v.status, v.error, v.description, v.latency, v.detail
             FROM (VALUES \(rows.joined(separator: ", "))) AS v(event, endpoint, status, error, description, latency, detail, n)
-            LEFT JOIN revoker.revocation_requests r ON r.id = $1::uuid
+            LEFT JOIN revoker.revocation_requests r ON r.id = \(request)::uuid
             ORDER BY v.n
             """
-        try await connection.run(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        try await connection.run(binds.query(sql), logger: logger)
     }
 }

@@ -94,21 +94,16 @@ public struct ProviderMessages: Sendable {
             AuditEvent(.succeeded, detail: "outcome=\(RevocationOutcome.revokedByUser.rawValue)"),
             AuditEvent(.credentialErased),
         ])
-        var binds = insert.binds
-        let first = binds.count + 1
-        binds.append(provider)
-        binds.append(endsGrants)
-        binds.append(actor)
-        binds.append(endedEvents)
-        binds.append(noticeEvents)
-        let (providerBind, endsBind, actorBind, endedBind, noticeBind) = (first, first + 1, first + 2, first + 3, first + 4)
+        var binds = SQLBindings(after: insert.binds)
+        let (providerBind, endsBind, actorBind) = (binds.bind(provider), binds.bind(endsGrants), binds.bind(actor))
+        let (endedBind, noticeBind) = (binds.bind(endedEvents), binds.bind(noticeEvents))
         let sql = """
             WITH inserted AS (
                 \(insert.sql)
             ), targets AS (
                 SELECT r.id FROM revoker.revocation_requests r JOIN inserted i
-                  ON r.provider = $\(providerBind) AND r.client_id = i.client_id AND r.apple_user_id = i.user_id
-                WHERE $\(endsBind)::boolean AND r.state IN ('pending', 'running')
+                  ON r.provider = \(providerBind) AND r.client_id = i.client_id AND r.apple_user_id = i.user_id
+                WHERE \(endsBind)::boolean AND r.state IN ('pending', 'running')
                 ORDER BY r.id FOR UPDATE OF r
             ), ended AS (
                 UPDATE revoker.revocation_requests r
@@ -118,12 +113,12 @@ public struct ProviderMessages: Sendable {
                 FROM targets t
                 WHERE r.id = t.id AND r.state IN ('pending', 'running')
                 RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts,
-                          $\(actorBind)::text AS actor, $\(endedBind)::jsonb AS events
+                          \(actorBind)::text AS actor, \(endedBind)::jsonb AS events
             ), erased AS (
                 DELETE FROM revoker.credential_intake c USING ended WHERE c.request_id = ended.id
             ), audited AS (
                 SELECT NULL::uuid AS id, i.client_id, NULL::text AS external_reference, i.user_id AS apple_user_id, NULL::int AS attempts,
-                       $\(actorBind)::text AS actor, $\(noticeBind)::jsonb AS events
+                       \(actorBind)::text AS actor, \(noticeBind)::jsonb AS events
                 FROM inserted i
                 UNION ALL
                 SELECT * FROM ended
@@ -133,7 +128,7 @@ public struct ProviderMessages: Sendable {
             SELECT (SELECT count(*) FROM inserted)::int, (SELECT count(*) FROM ended)::int
             """
         let rows = try await StoreDatabase.run(logger) {
-            try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).collect()
+            try await client.query(binds.query(sql), logger: logger).collect()
         }
         guard let row = rows.first else { throw RevokerStoreError(.unexpectedData, "storing a provider's message returned no row") }
         let (inserted, ended) = try row.decode((Int, Int).self)

@@ -131,39 +131,17 @@ extension RevocationQueue {
             throw RevokerStoreError(.invalidArgument, "limit must be between 1 and 1000")
         }
         var sql = "SELECT \(Self.requestColumns) FROM revoker.revocation_requests r WHERE true"
-        var binds = PostgresBindings()
-        if let value = filter.provider {
-            binds.append(value)
-            sql += " AND r.provider = $\(binds.count)"
-        }
-        if let value = filter.clientID {
-            binds.append(value)
-            sql += " AND r.client_id = $\(binds.count)"
-        }
-        if let value = filter.clientIDs {
-            binds.append(value)
-            sql += " AND r.client_id = ANY($\(binds.count)::text[])"
-        }
-        if let value = filter.externalReference {
-            binds.append(value)
-            sql += " AND r.external_reference = $\(binds.count)"
-        }
-        if let value = filter.userID {
-            binds.append(value)
-            sql += " AND r.apple_user_id = $\(binds.count)"
-        }
-        if let value = filter.state {
-            binds.append(value.rawValue)
-            sql += " AND r.state = $\(binds.count)"
-        }
-        if let value = filter.createdBefore {
-            binds.append(value)
-            sql += " AND r.created_at < $\(binds.count)"
-        }
-        binds.append(filter.limit)
-        sql += " ORDER BY r.created_at DESC, r.id DESC LIMIT $\(binds.count)"
+        var binds = SQLBindings()
+        if let value = filter.provider { sql += " AND r.provider = \(binds.bind(value))" }
+        if let value = filter.clientID { sql += " AND r.client_id = \(binds.bind(value))" }
+        if let value = filter.clientIDs { sql += " AND r.client_id = ANY(\(binds.bind(value))::text[])" }
+        if let value = filter.externalReference { sql += " AND r.external_reference = \(binds.bind(value))" }
+        if let value = filter.userID { sql += " AND r.apple_user_id = \(binds.bind(value))" }
+        if let value = filter.state { sql += " AND r.state = \(binds.bind(value.rawValue))" }
+        if let value = filter.createdBefore { sql += " AND r.created_at < \(binds.bind(value))" }
+        sql += " ORDER BY r.created_at DESC, r.id DESC LIMIT \(binds.bind(filter.limit))"
         let rows = try await StoreDatabase.run(logger) {
-            try await self.client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).collect()
+            try await self.client.query(binds.query(sql), logger: logger).collect()
         }
         return try rows.map(Self.decodeRequest)
     }

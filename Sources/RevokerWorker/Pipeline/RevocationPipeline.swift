@@ -126,7 +126,7 @@ public struct RevocationPipeline: Sendable {
         } catch {
             logger.warning(
                 "Database error while processing a request; it will be rescued when its lease expires",
-                metadata: ["revoker.error": "\(String(describing: error).prefix(300))"]
+                metadata: ["revoker.error": .string(SafeText.describing(error, limit: 300))]
             )
             return .interrupted
         }

@@ -153,7 +153,10 @@ public struct RevocationWorker: Service {
                 } catch {
                     failures += 1
                     if failures == 1 {
-                        logger.warning("Cannot claim requests; retrying", metadata: ["revoker.error": "\(String(describing: error).prefix(300))"])
+                        logger.warning(
+                            "Cannot claim requests; retrying",
+                            metadata: ["revoker.error": .string(SafeText.describing(error, limit: 300))]
+                        )
                     }
                     try? await Task.sleep(for: min(.milliseconds(200 * (1 << min(failures, 5))), .seconds(5)))
                     continue
@@ -198,7 +201,7 @@ public struct RevocationWorker: Service {
             if made > 0 { logger.debug("Asked for the revocation of a deletion's grants", metadata: ["revoker.requests": "\(made)"]) }
             return made
         } catch {
-            logger.warning("Cannot fan out deletions", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
+            logger.warning("Cannot fan out deletions", metadata: ["revoker.error": .string(SafeText.describing(error))])
             return 0
         }
     }
@@ -213,7 +216,7 @@ public struct RevocationWorker: Service {
             }
             if scheduled > 0 { logger.debug("Scheduled validations of held grants", metadata: ["revoker.scheduled": "\(scheduled)"]) }
         } catch {
-            logger.warning("Cannot schedule validations of held grants", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
+            logger.warning("Cannot schedule validations of held grants", metadata: ["revoker.error": .string(SafeText.describing(error))])
         }
     }
 
@@ -225,7 +228,7 @@ public struct RevocationWorker: Service {
             let remainder = try await withDeadline(settings.databaseTimeout) { try await queue.remainder() }
             state.ended(leaving: remainder)
         } catch {
-            logger.warning("Cannot count the requests left waiting", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
+            logger.warning("Cannot count the requests left waiting", metadata: ["revoker.error": .string(SafeText.describing(error))])
         }
     }
 
@@ -285,7 +288,7 @@ public struct RevocationWorker: Service {
                 if !refused, state.setLiveness(.lost) == .held {
                     logger.warning(
                         "The worker's own database connection dropped; handing back in-flight requests until it is back",
-                        metadata: ["revoker.error": "\(String(describing: error).prefix(200))"]
+                        metadata: ["revoker.error": .string(SafeText.describing(error))]
                     )
                 }
             }
@@ -302,7 +305,7 @@ public struct RevocationWorker: Service {
             let live = try await withDeadline(settings.databaseTimeout) { try await queue.reportCallRates(owner: owner, rates: observed) }
             rateLimits.share(among: live)
         } catch {
-            logger.debug("Cannot publish call rates", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
+            logger.debug("Cannot publish call rates", metadata: ["revoker.error": .string(SafeText.describing(error))])
         }
     }
 
@@ -320,7 +323,7 @@ public struct RevocationWorker: Service {
             let queue = queue
             return try await withDeadline(settings.databaseTimeout) { try await queue.rescue() }
         } catch {
-            logger.debug("Rescue pass failed", metadata: ["revoker.error": "\(String(describing: error).prefix(200))"])
+            logger.debug("Rescue pass failed", metadata: ["revoker.error": .string(SafeText.describing(error))])
             return RescueResult(rescued: 0, awaitingConfirmation: 0)
         }
     }
