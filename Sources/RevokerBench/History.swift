@@ -154,7 +154,7 @@ public struct HistoryGenerator: Sendable {
         if written > 0 { progress("resuming after day \(written / perDay) of \(plan.days) (\(rows) audit rows)") }
         // The trail is partitioned by month (migration 0020): the history's months need theirs.
         let lastDay = Calendar.utc.date(byAdding: .day, value: plan.days, to: plan.firstDay)!
-        try await client.query("SELECT revoker.audit_add_partitions(\(plan.firstDay), \(lastDay))", logger: logger).collect()
+        _ = try await client.query("SELECT revoker.audit_add_partitions(\(plan.firstDay), \(lastDay))", logger: logger).collect()
         let notificationsPerDay = 12
         var writtenNow = 0
         var lastReport = Date()

@@ -262,7 +262,7 @@ public struct RevokerTestStack: Sendable {
                 keys.append(seal.keyID)
                 digests.append(credential.digest.map { String(format: "%02x", $0) }.joined())
             }
-            try await database.client.query(
+            _ = try await database.client.query(
                 """
                 INSERT INTO revoker.grants
                     (id, provider, client_id, account_reference, user_id, user_source, registered_kind, registered_digest,

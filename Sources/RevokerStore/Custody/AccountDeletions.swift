@@ -47,7 +47,7 @@ public struct AccountDeletions: Sendable {
             try await queue.transaction(logger: logger) { connection in
                 if let traceParent {
                     // Read by the insert triggers of migration 0021: the deletion and the requests it makes keep it.
-                    try await connection.query("SELECT set_config('revoker.trace_parent', \(traceParent.rawValue), true)", logger: logger).collect()
+                    _ = try await connection.query("SELECT set_config('revoker.trace_parent', \(traceParent.rawValue), true)", logger: logger).collect()
                 }
                 let started = try await connection.query(
                     "SELECT deletion_id, created FROM revoker.start_account_deletion(\(accountReference), \(scope)::text[], \(actor))",
@@ -87,7 +87,7 @@ public struct AccountDeletions: Sendable {
                         throw RevokerStoreError(.conflict, "a deletion of this account is under way without this credential (\(id))")
                     }
                 }
-                try await connection.query("SELECT revoker.complete_deletion(\(id))", logger: logger).collect()
+                _ = try await connection.query("SELECT revoker.complete_deletion(\(id))", logger: logger).collect()
                 guard let deletion = try await Self.deletions(where: "d.id = $1", id, clientIDs: nil, on: connection, logger: logger).first
                 else { throw RevokerStoreError(.database, "the deletion vanished") }
                 return created ? .created(deletion) : .existing(deletion)
@@ -156,7 +156,7 @@ public struct AccountDeletions: Sendable {
     ) async throws -> [AccountDeletion] {
         var binds = PostgresBindings()
         try binds.append(value)
-        try binds.append(clientIDs)
+        binds.append(clientIDs)
         let rows = try await connection.query(
             PostgresQuery(
                 unsafeSQL: """

@@ -62,7 +62,7 @@ public struct GrantCustody: Sendable {
                     }
                     return .existing(existing)
                 }
-                try await connection.query(
+                _ = try await connection.query(
                     """
                     INSERT INTO revoker.revocation_requests
                         (id, provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
@@ -109,7 +109,7 @@ public struct GrantCustody: Sendable {
                 AuditEvent(.succeeded, detail: "outcome=held"), AuditEvent(.credentialErased),
             ]
         if try await queue.applyFenced(FencedRow(lease, events: closing, change)) { return true }
-        try await StoreDatabase.run(logger) {
+        _ = try await StoreDatabase.run(logger) {
             try await self.client.query(
                 """
                 UPDATE revoker.grants g

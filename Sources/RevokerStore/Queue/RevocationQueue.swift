@@ -46,7 +46,7 @@ public struct RevocationQueue: Sendable {
         try await client.withTransaction(logger: logger) { connection in
             if let statementTimeout {
                 let milliseconds = max(1, statementTimeout.milliseconds)
-                try await connection.query("SELECT set_config('statement_timeout', \(String(milliseconds)), true)", logger: logger).collect()
+                _ = try await connection.query("SELECT set_config('statement_timeout', \(String(milliseconds)), true)", logger: logger).collect()
             }
             return try await body(connection)
         }
