@@ -47,7 +47,8 @@ public struct AccountDeletions: Sendable {
             try await queue.transaction(logger: logger) { connection in
                 if let traceParent {
                     // Read by the insert triggers of migration 0021: the deletion and the requests it makes keep it.
-                    _ = try await connection.query("SELECT set_config('revoker.trace_parent', \(traceParent.rawValue), true)", logger: logger).collect()
+                    _ = try await connection.query("SELECT set_config('revoker.trace_parent', \(traceParent.rawValue), true)", logger: logger)
+                        .collect()
                 }
                 let started = try await connection.query(
                     "SELECT deletion_id, created FROM revoker.start_account_deletion(\(accountReference), \(scope)::text[], \(actor))",
