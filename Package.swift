@@ -495,6 +495,27 @@ let package = Package(
             swiftSettings: testSwiftSettings
         ),
         .testTarget(
+            name: "RevokerAppTests",
+            dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                "AppleSignIn",
+                "AppleSignInSandbox",
+                "GoogleSignIn",
+                "ProviderSandbox",
+                "RevokerApp",
+                "RevokerEvidence",
+                "RevokerHTTP",
+                "RevokerLocalStack",
+                "RevokerProvider",
+                "RevokerStore",
+                "RevokerTesting",
+                "RevokerWebhooks",
+                "RevokerWorker",
+            ],
+            swiftSettings: testSwiftSettings
+        ),
+        .testTarget(
             name: "RevokerCLITests",
             dependencies: [
                 .product(name: "Configuration", package: "swift-configuration"),
