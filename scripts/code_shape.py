@@ -4,6 +4,10 @@
 
   python3 scripts/code_shape.py DIR      DIR holds Sources/ (e.g. `git archive REV Sources | tar -x -C DIR`)
 """
+import collections
+import os
+import re
+import sys
 root=sys.argv[1]
 def strip(line):
     return re.sub(r'"(?:\\.|[^"\\])*"','""',line).split('//')[0]
