@@ -13,8 +13,7 @@ public struct GoogleSecurityEventInbox: ProviderInbox {
         provider: .google,
         auditEvent: "google_security_event",
         actor: "google:risc",
-        sender: "Google",
-        eventTypes: GoogleSecurityEvent.Kind.allCases.map(Self.eventType)
+        sender: "Google"
     )
 
     /// The app backend's event for a type Google documents: `google.tokens_revoked`, ….

@@ -18,7 +18,7 @@ struct ProviderMessagesTests {
         try await ScratchDatabase.withScratchDatabase(.migrated) { db in
             let messages = ProviderMessages(client: db.client, logger: Self.logger)
             let provider = try #require(ProviderName(rawValue: "example"))
-            let source = ProviderMessageSource(provider: provider, actor: "example:push", sender: "Example", eventTypes: ["example.user_gone"])
+            let source = ProviderMessageSource(provider: provider, actor: "example:push", sender: "Example")
             var message = ProviderMessage(
                 id: "m-1",
                 clientID: "example-app",

@@ -13,8 +13,7 @@ public struct AppleNotificationInbox: ProviderInbox {
         provider: .apple,
         auditEvent: "apple_notification",
         actor: "apple:notification",
-        sender: "Apple",
-        eventTypes: AppleNotificationType.known.map(Self.eventType)
+        sender: "Apple"
     )
 
     /// The app backend's event for a type Apple documents: `apple.consent_revoked`,

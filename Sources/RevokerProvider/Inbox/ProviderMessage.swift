@@ -91,18 +91,14 @@ public struct ProviderMessageSource: Sendable, Hashable {
     public var actor: String
     /// How audit rows speak of the sender, as in "consent-revoked from Apple".
     public var sender: String
-    /// The events the app backend can be told of (``ProviderMessage/eventType``), each
-    /// `<provider>.<what>`.
-    public var eventTypes: [String]
 
     /// The audit event of any provider's messages.
     public static let neutralAuditEvent = "provider_message"
 
-    public init(provider: ProviderName, auditEvent: String = Self.neutralAuditEvent, actor: String, sender: String, eventTypes: [String]) {
+    public init(provider: ProviderName, auditEvent: String = Self.neutralAuditEvent, actor: String, sender: String) {
         self.provider = provider
         self.auditEvent = auditEvent
         self.actor = actor
         self.sender = sender
-        self.eventTypes = eventTypes
     }
 }

@@ -89,7 +89,7 @@ public struct AccountDeletions: Sendable {
                     }
                 }
                 _ = try await connection.query("SELECT revoker.complete_deletion(\(id))", logger: logger).collect()
-                guard let deletion = try await Self.deletions(where: "d.id = $1", id, clientIDs: nil, on: connection, logger: logger).first
+                guard let deletion = try await Self.deletions(where: "d.id", is: id, clientIDs: nil, on: connection, logger: logger).first
                 else { throw RevokerStoreError(.database, "the deletion vanished") }
                 return created ? .created(deletion) : .existing(deletion)
             }
@@ -115,7 +115,7 @@ public struct AccountDeletions: Sendable {
         let logger = logger ?? self.logger
         return try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
-                try await Self.deletions(where: "d.id = $1", id, clientIDs: clientIDs, on: connection, logger: logger).first
+                try await Self.deletions(where: "d.id", is: id, clientIDs: clientIDs, on: connection, logger: logger).first
             }
         }
     }
@@ -134,8 +134,8 @@ public struct AccountDeletions: Sendable {
         return try await StoreDatabase.run(logger) {
             try await self.client.withConnection { connection in
                 try await Self.deletions(
-                    where: "d.account_reference = $1",
-                    accountReference,
+                    where: "d.account_reference",
+                    is: accountReference,
                     clientIDs: clientIDs,
                     limit: limit,
                     on: connection,
@@ -145,35 +145,33 @@ public struct AccountDeletions: Sendable {
         }
     }
 
-    /// Deletions matching `condition` (over `d`, binding `$1`), newest first, with their grants
-    /// and requests (those of `clientIDs` only, when given).
+    /// Deletions whose `column` (of `d`) is `value`, newest first, with their grants and requests
+    /// (those of `clientIDs` only, when given).
     private static func deletions(
-        where condition: String,
-        _ value: some PostgresEncodable & Sendable,
+        where column: String,
+        is value: some PostgresEncodable & Sendable,
         clientIDs: [String]?,
         limit: Int = 1,
         on connection: PostgresConnection,
         logger: Logger
     ) async throws -> [AccountDeletion] {
-        var binds = PostgresBindings()
-        try binds.append(value)
-        binds.append(clientIDs)
+        var binds = SQLBindings()
+        let (matching, apps) = (try binds.bind(value), binds.bind(clientIDs))
         let rows = try await connection.query(
-            PostgresQuery(
-                unsafeSQL: """
-                    SELECT d.id, d.account_reference, d.client_ids, d.state, d.outcome, d.requested_by, d.requested_at, d.completed_at
-                    FROM revoker.account_deletions d
-                    WHERE \(condition) AND ($2::text[] IS NULL OR d.client_ids && $2::text[]
-                        -- A deletion of every app is shown to a key limited to some only where it
-                        -- touched their grants or requests: its part, never the rest.
-                        OR (d.client_ids IS NULL
-                            AND (EXISTS (SELECT 1 FROM revoker.grants g WHERE g.deletion_id = d.id AND g.client_id = ANY($2::text[]))
-                                 OR EXISTS (SELECT 1 FROM revoker.revocation_requests r
-                                            WHERE r.deletion_id = d.id AND r.client_id = ANY($2::text[])))))
-                    ORDER BY d.requested_at DESC, d.id
-                    LIMIT \(limit)
-                    """,
-                binds: binds
+            binds.query(
+                """
+                SELECT d.id, d.account_reference, d.client_ids, d.state, d.outcome, d.requested_by, d.requested_at, d.completed_at
+                FROM revoker.account_deletions d
+                WHERE \(column) = \(matching) AND (\(apps)::text[] IS NULL OR d.client_ids && \(apps)::text[]
+                    -- A deletion of every app is shown to a key limited to some only where it
+                    -- touched their grants or requests: its part, never the rest.
+                    OR (d.client_ids IS NULL
+                        AND (EXISTS (SELECT 1 FROM revoker.grants g WHERE g.deletion_id = d.id AND g.client_id = ANY(\(apps)::text[]))
+                             OR EXISTS (SELECT 1 FROM revoker.revocation_requests r
+                                        WHERE r.deletion_id = d.id AND r.client_id = ANY(\(apps)::text[])))))
+                ORDER BY d.requested_at DESC, d.id
+                LIMIT \(limit)
+                """
             ),
             logger: logger
         ).collect()

@@ -41,8 +41,8 @@ public struct OutboxEvent: Sendable, Equatable {
     /// webhook delivery to continue; never part of the event's JSON.
     public var traceParent: TraceParent? = nil
 
-    /// Revoker's own types; a provider's message adds the types its plug-in names
-    /// (`ProviderMessageSource.eventTypes`).
+    /// Revoker's own types; a provider's message adds the type its plug-in names
+    /// (`ProviderMessage.eventType`, `<provider>.<what>`).
     public static let types = [
         "revocation.succeeded", "revocation.failed", "revocation.cancelled",
         "audit.checkpoint", "audit.checkpoint_refused", "grant.held", "grant.failed",
