@@ -75,7 +75,7 @@ public struct AccountReceipt: Codable, Sendable, Hashable, SignedEvidenceFile {
     public static func issue(deletion: AuditReceipt, requests: [AuditReceipt], issuedAtMicros: Int64, key: AuditSigningKey) throws -> AccountReceipt {
         var receipt = AccountReceipt(
             format: currentFormat,
-            issuedAt: AuditReceipt.timestamp(issuedAtMicros),
+            issuedAt: WireFormat.timestamp(micros: issuedAtMicros),
             summary: summarize(deletion.events.map(\.row), deletionID: deletion.summary.requestID),
             deletion: deletion,
             requests: requests.sorted { $0.summary.requestID < $1.summary.requestID },
@@ -114,10 +114,10 @@ public struct AccountReceipt: Codable, Sendable, Hashable, SignedEvidenceFile {
         return Summary(
             deletionID: deletionID,
             accountReference: rows.first?.externalReference,
-            requestedAt: asked.map { AuditReceipt.timestamp($0.occurredAtMicros) },
+            requestedAt: asked.map { WireFormat.timestamp(micros: $0.occurredAtMicros) },
             requestedBy: asked?.actor,
             outcome: Self.fields(completed?.detail)["outcome"],
-            completedAt: completed.map { AuditReceipt.timestamp($0.occurredAtMicros) },
+            completedAt: completed.map { WireFormat.timestamp(micros: $0.occurredAtMicros) },
             grants: grants
         )
     }

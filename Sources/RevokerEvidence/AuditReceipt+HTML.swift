@@ -11,13 +11,13 @@ extension AuditReceipt {
         }
         let rows = events.map { event in
             let row = event.row
-            return "<tr><td>\(row.chainSeq)</td><td>\(text(Self.timestamp(row.occurredAtMicros)))</td><td>\(text(row.event))</td>"
+            return "<tr><td>\(row.chainSeq)</td><td>\(text(WireFormat.timestamp(micros: row.occurredAtMicros)))</td><td>\(text(row.event))</td>"
                 + "<td>\(text(row.actor))</td><td>\(text(row.providerEndpoint))</td><td>\(text(row.httpStatus.map(String.init)))</td>"
                 + "<td>\(text(row.detail))</td><td class=\"hash\">\(text(String(event.hash.prefix(16))))…</td>"
                 + "<td>\(event.checkpoint)</td></tr>"
         }
         let proofs = checkpoints.map { checkpoint in
-            "<tr><td>\(checkpoint.seq)</td><td>\(text(Self.timestamp(checkpoint.createdAtMicros)))</td><td>\(checkpoint.rowCount)</td>"
+            "<tr><td>\(checkpoint.seq)</td><td>\(text(WireFormat.timestamp(micros: checkpoint.createdAtMicros)))</td><td>\(checkpoint.rowCount)</td>"
                 + "<td class=\"hash\">\(text(checkpoint.merkleRoot))</td><td>\(text(checkpoint.keyID))</td></tr>"
         }
         return """

@@ -112,7 +112,7 @@ extension AuditReceipt {
         guard let first = events.first else { throw AuditEvidenceError("a receipt needs at least one audit event") }
         var receipt = AuditReceipt(
             format: currentFormat,
-            issuedAt: timestamp(issuedAtMicros),
+            issuedAt: WireFormat.timestamp(micros: issuedAtMicros),
             summary: summarize(events.map(\.row), requestID: first.row.chainKey),
             events: events,
             checkpoints: checkpoints.map(Checkpoint.init),
@@ -144,12 +144,12 @@ extension AuditReceipt {
             clientID: rows.first?.clientID,
             externalReference: rows.first?.externalReference,
             userID: rows.last { $0.userID != nil }?.userID,
-            requestedAt: enqueued.map { timestamp($0.occurredAtMicros) },
+            requestedAt: enqueued.map { WireFormat.timestamp(micros: $0.occurredAtMicros) },
             requestedBy: enqueued?.actor,
             appleCalls: rows.compactMap { row in
                 row.providerEndpoint.map {
                     AppleCall(
-                        at: timestamp(row.occurredAtMicros),
+                        at: WireFormat.timestamp(micros: row.occurredAtMicros),
                         endpoint: $0,
                         httpStatus: row.httpStatus,
                         providerError: row.providerError,
@@ -158,27 +158,7 @@ extension AuditReceipt {
                 }
             },
             outcome: outcome,
-            finishedAt: final.map { timestamp($0.occurredAtMicros) }
-        )
-    }
-
-    /// RFC 3339 in UTC with microseconds, from microseconds since 1970.
-    public static func timestamp(_ micros: Int64) -> String {
-        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = micros - seconds * 1_000_000
-        let date = Date(timeIntervalSince1970: TimeInterval(seconds))
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ",
-            parts.year ?? 0,
-            parts.month ?? 0,
-            parts.day ?? 0,
-            parts.hour ?? 0,
-            parts.minute ?? 0,
-            parts.second ?? 0,
-            Int(fraction)
+            finishedAt: final.map { WireFormat.timestamp(micros: $0.occurredAtMicros) }
         )
     }
 

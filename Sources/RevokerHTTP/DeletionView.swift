@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RevokerEvidence
 import RevokerStore
 
 /// An account deletion as the API shows it: what it covers and what became of each grant.
@@ -90,16 +91,16 @@ public struct DeletionView: ResponseEncodable {
         state = deletion.state.rawValue
         outcome = deletion.outcome?.rawValue
         requestedBy = deletion.requestedBy
-        requestedAt = AuditExport.timestamp(deletion.requestedAt)
-        completedAt = deletion.completedAt.map(AuditExport.timestamp)
-        grants = deletion.grants.map { grant in
+        requestedAt = WireFormat.timestamp(deletion.requestedAt)
+        completedAt = deletion.completedAt.map(WireFormat.timestamp)
+        grants = zip(deletion.grants, deletion.grantOutcomes).map { grant, outcome in
             GrantFate(
                 grantID: grant.id.uuidString.lowercased(),
                 provider: grant.provider,
                 clientID: grant.clientID,
                 userID: grant.userID,
                 state: grant.state.rawValue,
-                outcome: deletion.outcome(of: grant),
+                outcome: outcome,
                 requestID: grant.revokeRequestID?.uuidString.lowercased()
             )
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RevokerEvidence
 import RevokerStore
 
 /// A held grant as the API shows it: whose it is and where it stands, never its token.
@@ -56,11 +57,11 @@ public struct GrantView: ResponseEncodable {
         errorDescription = grant.error?.description
         holdRequestID = grant.holdRequestID?.uuidString.lowercased()
         revokeRequestID = grant.revokeRequestID?.uuidString.lowercased()
-        createdAt = AuditExport.timestamp(grant.createdAt)
-        updatedAt = AuditExport.timestamp(grant.updatedAt)
-        heldAt = grant.heldAt.map(AuditExport.timestamp)
-        endedAt = grant.endedAt.map(AuditExport.timestamp)
-        validatedAt = grant.validatedAt.map(AuditExport.timestamp)
+        createdAt = WireFormat.timestamp(grant.createdAt)
+        updatedAt = WireFormat.timestamp(grant.updatedAt)
+        heldAt = grant.heldAt.map(WireFormat.timestamp)
+        endedAt = grant.endedAt.map(WireFormat.timestamp)
+        validatedAt = grant.validatedAt.map(WireFormat.timestamp)
     }
 
     /// Nil values are written as `null`, so every documented key is always present.

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import RevokerEvidence
 import RevokerStore
 
 /// A revocation as the API shows it: everything but the credential.
@@ -61,13 +62,13 @@ struct RevocationView: ResponseEncodable {
         outcome = request.outcome?.rawValue
         attempts = request.attempts
         maxAttempts = request.maxAttempts
-        runAfter = AuditExport.timestamp(request.runAfter)
+        runAfter = WireFormat.timestamp(request.runAfter)
         lastErrorCode = request.lastErrorCode
         lastErrorDescription = request.lastErrorDescription
         requeuedFrom = request.requeuedFrom?.uuidString.lowercased()
-        createdAt = AuditExport.timestamp(request.createdAt)
-        updatedAt = AuditExport.timestamp(request.updatedAt)
-        finishedAt = request.finishedAt.map(AuditExport.timestamp)
+        createdAt = WireFormat.timestamp(request.createdAt)
+        updatedAt = WireFormat.timestamp(request.updatedAt)
+        finishedAt = request.finishedAt.map(WireFormat.timestamp)
     }
 
     /// Nil values are written as `null`, so every documented key is always present.

@@ -72,6 +72,7 @@ struct AccountDeletionTests {
             #expect(done.state == .completed && done.outcome == .revoked, "every grant ended: one revoked, one never held")
             #expect(done.grants.map(\.state) == [.revoked, .failed])
             #expect(done.grants.map { done.outcome(of: $0) } == ["revoked", "code_rejected"])
+            #expect(done.grantOutcomes == ["revoked", "code_rejected"])
             #expect(try await Self.count(db, "SELECT count(*)::int FROM revoker.grants WHERE sealed_token IS NOT NULL") == 0)
             #expect(
                 try await Self.count(db, "SELECT count(*)::int FROM revoker.outbox_events WHERE type = 'account.deletion_completed'") == 1
@@ -97,6 +98,7 @@ struct AccountDeletionTests {
             let incomplete = try #require(try await queue.deletions.deletion(id: deletion.id))
             #expect(incomplete.outcome == .incomplete && incomplete.grants.first?.state == .held, "still held, token kept: \(incomplete)")
             #expect(incomplete.outcome(of: try #require(incomplete.grants.first)) == "exhausted")
+            #expect(incomplete.grantOutcomes.first == "exhausted")
             #expect(try await Self.count(db, "SELECT count(*)::int FROM revoker.grants WHERE sealed_token IS NOT NULL") == 1)
 
             let retry = try await queue.deletions.request(accountReference: "acct", actor: "t")

@@ -75,7 +75,7 @@ struct AuditController {
         }
         headers[.contentType] = "application/json"
         let records = page.records.map(AuditExport.jsonObject).joined(separator: ",")
-        let text = "{\"records\":[\(records)],\"next_cursor\":\(page.nextCursor.map(AuditExport.jsonString) ?? "null")}"
+        let text = "{\"records\":[\(records)],\"next_cursor\":\(page.nextCursor.map(WireFormat.jsonString) ?? "null")}"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 

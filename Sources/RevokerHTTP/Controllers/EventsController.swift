@@ -47,7 +47,7 @@ struct EventsController {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let next { headers[APIResponse.nextCursorHeader] = next.description }
         let text =
-            "{\"events\":[\(events.map(\.json).joined(separator: ","))],\"next_cursor\":\(next.map { AuditExport.jsonString($0.description) } ?? "null")}"
+            "{\"events\":[\(events.map(\.json).joined(separator: ","))],\"next_cursor\":\(next.map { WireFormat.jsonString($0.description) } ?? "null")}"
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 

@@ -243,15 +243,15 @@ struct CompliancePagesController {
             var text = ""
             for found in page.requests {
                 let values = [
-                    found.requestID.uuidString.lowercased(), AuditExport.timestamp(found.requestedAt), found.requestedBy,
+                    found.requestID.uuidString.lowercased(), WireFormat.timestamp(found.requestedAt), found.requestedBy,
                     found.clientID ?? "", found.externalReference ?? "", found.userID ?? "", found.outcome ?? "",
-                    found.finishedAt.map(AuditExport.timestamp) ?? "", found.archive ?? "",
+                    found.finishedAt.map(WireFormat.timestamp) ?? "", found.archive ?? "",
                 ]
                 text += values.map(AuditExport.csvField).joined(separator: ",") + "\r\n"
             }
             return ByteBuffer(string: text)
         }
-        let stamp = AuditExport.timestamp(Date()).prefix(19).replacingOccurrences(of: ":", with: "")
+        let stamp = WireFormat.timestamp(Date()).prefix(19).replacingOccurrences(of: ":", with: "")
         let body = ResponseBody { [search] writer in
             var search = search
             try await writer.write(ByteBuffer(string: columns.joined(separator: ",") + "\r\n"))

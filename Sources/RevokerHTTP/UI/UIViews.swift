@@ -1,4 +1,5 @@
 import Foundation
+import RevokerEvidence
 import RevokerStore
 
 // What the templates show: stored properties only (Mustache reads them by reflection), every
@@ -212,7 +213,7 @@ enum UIFormat {
     /// A time as the pages show it: UTC to the second.
     static func time(_ date: Date?) -> String {
         guard let date else { return "—" }
-        return String(AuditExport.timestamp(date).prefix(19)).replacingOccurrences(of: "T", with: " ")
+        return String(WireFormat.timestamp(date).prefix(19)).replacingOccurrences(of: "T", with: " ")
     }
 
     /// An age in its two largest units: `3 d 4 h`, `12 min 5 s`.

@@ -1,4 +1,5 @@
 import Foundation
+import RevokerEvidence
 
 extension AuditRecord {
     /// The exported columns, in order: CSV header names and JSON keys.
@@ -10,7 +11,7 @@ extension AuditRecord {
     /// The record's values as text, in ``exportColumns`` order; nil where the record has no value.
     public var exportValues: [String?] {
         [
-            String(self.id), AuditExport.timestamp(self.occurredAt), self.requestID?.uuidString.lowercased(), self.clientID,
+            String(self.id), WireFormat.timestamp(self.occurredAt), self.requestID?.uuidString.lowercased(), self.clientID,
             self.externalReference, self.userID, self.event, self.attempt.map(String.init), self.actor, self.providerEndpoint,
             self.httpStatus.map(String.init), self.providerError, self.providerErrorDescription, self.latencyMilliseconds.map(String.init),
             self.detail,
@@ -57,7 +58,7 @@ public enum AuditExport {
             let call = [record.providerEndpoint, record.httpStatus.map(String.init), record.providerError, record.providerErrorDescription]
                 .compactMap { $0 }.joined(separator: " ")
             let values = [
-                timestamp(record.occurredAt), record.event, record.requestID?.uuidString.lowercased() ?? "-", record.clientID ?? "-",
+                WireFormat.timestamp(record.occurredAt), record.event, record.requestID?.uuidString.lowercased() ?? "-", record.clientID ?? "-",
                 record.externalReference ?? "-", record.attempt.map(String.init) ?? "-", record.actor, call.isEmpty ? "-" : call,
                 record.detail ?? "-",
             ]
@@ -129,52 +130,14 @@ public enum AuditExport {
     /// (numbers as numbers, missing values as `null`).
     public static func jsonObject(_ record: AuditRecord) -> String {
         let numeric: Set<String> = ["id", "attempt", "http_status", "latency_ms"]
-        let members = zip(AuditRecord.exportColumns, record.exportValues).map { key, value -> String in
-            let rendered: String
-            if let value {
-                rendered = numeric.contains(key) ? value : jsonString(value)
-            } else {
-                rendered = "null"
+        return WireFormat.jsonObject(
+            zip(AuditRecord.exportColumns, record.exportValues).map { key, value in
+                (key, value.map { numeric.contains(key) ? $0 : WireFormat.jsonString($0) } ?? "null")
             }
-            return "\(jsonString(key)):\(rendered)"
-        }
-        return "{" + members.joined(separator: ",") + "}"
-    }
-
-    /// A timestamp as ISO 8601 in UTC with microseconds, e.g. `2026-11-22T08:38:53.123456Z`
-    /// (the database's precision, so exported rows keep their order).
-    public static func timestamp(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        let (seconds, fraction) = micros.quotientAndRemainder(dividingBy: 1_000_000)
-        let wholeSeconds = fraction < 0 ? seconds - 1 : seconds
-        let positiveFraction = fraction < 0 ? fraction + 1_000_000 : fraction
-        let base = Date(timeIntervalSince1970: TimeInterval(wholeSeconds)).formatted(.iso8601)
-        let digits = String(positiveFraction)
-        return String(base.dropLast()) + "." + String(repeating: "0", count: 6 - digits.count) + digits + "Z"
+        )
     }
 
     // MARK: Helpers
-
-    /// A JSON string literal, escaping quotes, backslashes and every control character.
-    public static func jsonString(_ value: String) -> String {
-        var text = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case _
-            where scalar.value < 0x20 || scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value)
-                || scalar.value == 0x2028 || scalar.value == 0x2029:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        return text + "\""
-    }
 
     /// Replaces control characters (including escape sequences' ESC) with `?` and shortens to `limit` characters.
     public static func terminalSafe(_ value: String, limit: Int) -> String {

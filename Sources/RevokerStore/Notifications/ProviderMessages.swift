@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerEvidence
 import RevokerProvider
 
 /// Every provider's messages in PostgreSQL, in one statement each: stored (append-only, unique by
@@ -65,7 +66,7 @@ public struct ProviderMessages: Sendable {
         for detail in details {
             switch detail.value {
             case .text(let text): object[detail.name] = text
-            case .time(let time): object[detail.name] = time.map(AuditExport.timestamp)
+            case .time(let time): object[detail.name] = time.map(WireFormat.timestamp)
             case .flag(let flag): object[detail.name] = flag
             }
         }

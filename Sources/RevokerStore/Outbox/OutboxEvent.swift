@@ -1,4 +1,5 @@
 import Foundation
+import RevokerEvidence
 import RevokerProvider
 
 /// One event for the app backend, as the outbox holds it: a request's final outcome, a grant's or
@@ -54,7 +55,7 @@ public struct OutboxEvent: Sendable, Equatable {
     public var json: String {
         var data: [(String, String)] = []
         func add(_ key: String, _ value: String?) {
-            if let value { data.append((key, AuditExport.jsonString(value))) }
+            if let value { data.append((key, WireFormat.jsonString(value))) }
         }
         add("provider", provider)
         add("request_id", requestID?.uuidString.lowercased())
@@ -65,19 +66,19 @@ public struct OutboxEvent: Sendable, Equatable {
         add("outcome", outcome)
         add("error_code", errorCode)
         add("notification_id", notificationID)
-        add("event_time", eventTime.map(AuditExport.timestamp))
+        add("event_time", eventTime.map(WireFormat.timestamp))
         // Already JSON (PostgreSQL's jsonb text): embedded as it is.
         if let checkpoint { data.append(("checkpoint", checkpoint)) }
         if let deletion { data.append(("deletion", deletion)) }
         let members = [
-            ("id", AuditExport.jsonString(id.uuidString.lowercased())),
-            ("type", AuditExport.jsonString(type)),
-            ("timestamp", AuditExport.jsonString(AuditExport.timestamp(occurredAt))),
-            ("client_id", AuditExport.jsonString(clientID)),
-            ("cursor", AuditExport.jsonString(cursor.description)),
-            ("data", "{" + data.map { "\(AuditExport.jsonString($0.0)):\($0.1)" }.joined(separator: ",") + "}"),
+            ("id", WireFormat.jsonString(id.uuidString.lowercased())),
+            ("type", WireFormat.jsonString(type)),
+            ("timestamp", WireFormat.jsonString(WireFormat.timestamp(occurredAt))),
+            ("client_id", WireFormat.jsonString(clientID)),
+            ("cursor", WireFormat.jsonString(cursor.description)),
+            ("data", WireFormat.jsonObject(data)),
         ]
-        return "{" + members.map { "\(AuditExport.jsonString($0.0)):\($0.1)" }.joined(separator: ",") + "}"
+        return WireFormat.jsonObject(members)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import RevokerEvidence
 import RevokerProvider
 
 /// Where each webhook endpoint stands in the event feed, and who may deliver to it now.
@@ -247,10 +248,10 @@ public struct DeliveryState: Sendable, Equatable {
 extension DeliveryState {
     /// The state as one JSON object, for `revoker status --json` and `GET /v1/events/deliveries`.
     public var json: String {
-        func time(_ date: Date?) -> String { date.map { AuditExport.jsonString(AuditExport.timestamp($0)) } ?? "null" }
+        func time(_ date: Date?) -> String { date.map { WireFormat.jsonString(WireFormat.timestamp($0)) } ?? "null" }
         let members: [(String, String)] = [
-            ("endpoint", AuditExport.jsonString(endpoint)),
-            ("cursor", cursor.map { AuditExport.jsonString($0.description) } ?? "null"),
+            ("endpoint", WireFormat.jsonString(endpoint)),
+            ("cursor", cursor.map { WireFormat.jsonString($0.description) } ?? "null"),
             ("delivered", String(delivered)),
             ("attempts", String(attempts)),
             ("delivering", String(delivering)),
@@ -260,8 +261,8 @@ extension DeliveryState {
             ("next_attempt_at", time(nextAttemptAt)),
             ("last_attempt_at", time(lastAttemptAt)),
             ("last_status", lastStatus.map(String.init) ?? "null"),
-            ("last_error", lastError.map(AuditExport.jsonString) ?? "null"),
+            ("last_error", lastError.map(WireFormat.jsonString) ?? "null"),
         ]
-        return "{" + members.map { "\(AuditExport.jsonString($0.0)):\($0.1)" }.joined(separator: ",") + "}"
+        return WireFormat.jsonObject(members)
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import RevokerApp
+import RevokerEvidence
 import RevokerHTTP
 import RevokerStore
 
@@ -22,9 +23,9 @@ struct AccountsCommand: AsyncParsableCommand {
         var text = "grant \(grant.id.uuidString.lowercased()): \(grant.provider) \(grant.clientID), \(grant.state.rawValue)"
         if let reason = outcome ?? grant.endReason, reason != grant.state.rawValue { text += " (\(reason))" }
         text += ", user \(grant.userID ?? "not known yet")"
-        if let held = grant.heldAt { text += ", held since \(AuditExport.timestamp(held))" }
-        if let validated = grant.validatedAt { text += ", validated \(AuditExport.timestamp(validated))" }
-        if let ended = grant.endedAt { text += ", ended \(AuditExport.timestamp(ended))" }
+        if let held = grant.heldAt { text += ", held since \(WireFormat.timestamp(held))" }
+        if let validated = grant.validatedAt { text += ", validated \(WireFormat.timestamp(validated))" }
+        if let ended = grant.endedAt { text += ", ended \(WireFormat.timestamp(ended))" }
         return text
     }
 
@@ -33,9 +34,9 @@ struct AccountsCommand: AsyncParsableCommand {
         let outcome = deletion.outcome.map { ", \($0.rawValue)" } ?? ""
         var lines = [
             "deletion \(deletion.id.uuidString.lowercased()) of \(deletion.accountReference): \(deletion.state.rawValue)\(outcome), "
-                + "asked \(AuditExport.timestamp(deletion.requestedAt)) by \(deletion.requestedBy)"
+                + "asked \(WireFormat.timestamp(deletion.requestedAt)) by \(deletion.requestedBy)"
         ]
-        lines += deletion.grants.map { "  " + line($0, outcome: deletion.outcome(of: $0)) }
+        lines += zip(deletion.grants, deletion.grantOutcomes).map { "  " + line($0, outcome: $1) }
         lines += deletion.requests.filter { $0.grantID == nil }.map { request in
             "  request \(request.id.uuidString.lowercased()) for the credential it carried: \(request.state.rawValue)"
                 + (request.outcome.map { " (\($0.rawValue))" } ?? "")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import RevokerApp
+import RevokerEvidence
 import RevokerStore
 import RevokerWebhooks
 
@@ -54,7 +55,7 @@ struct PruneCommand: AsyncParsableCommand {
         }
         let finishedBefore = cutoff.formatted(.iso8601)
         if json {
-            print(#"{"pruned": \#(pruned), "events_pruned": \#(events), "finished_before": \#(AuditExport.jsonString(finishedBefore))}"#)
+            print(#"{"pruned": \#(pruned), "events_pruned": \#(events), "finished_before": \#(WireFormat.jsonString(finishedBefore))}"#)
         } else {
             print(
                 "Pruned \(pruned) final request\(pruned == 1 ? "" : "s") that finished, and \(events) event\(events == 1 ? "" : "s") that occurred, "

@@ -70,7 +70,7 @@ struct StatusCommand: AsyncParsableCommand {
         var lag: [String: Double] = [:]
 
         var json: String {
-            let lag = self.lag.sorted { $0.key < $1.key }.map { "\(AuditExport.jsonString($0.key)): \(String(format: "%.3f", $0.value))" }
+            let lag = self.lag.sorted { $0.key < $1.key }.map { "\(WireFormat.jsonString($0.key)): \(String(format: "%.3f", $0.value))" }
             return "\"webhooks\": [\(states.map(\.json).joined(separator: ", "))],\n  \"webhook_lag_seconds\": {\(lag.joined(separator: ", "))}"
         }
     }
@@ -85,21 +85,21 @@ struct StatusCommand: AsyncParsableCommand {
             let open = self.open.map { transaction in
                 let fields: [(String, String?)] = [
                     ("txid", String(transaction.txid)), ("pid", transaction.pid.map(String.init)),
-                    ("role", transaction.role.map(AuditExport.jsonString)), ("application", transaction.application.map(AuditExport.jsonString)),
-                    ("client_address", transaction.clientAddress.map(AuditExport.jsonString)),
-                    ("state", transaction.state.map(AuditExport.jsonString)),
+                    ("role", transaction.role.map(WireFormat.jsonString)), ("application", transaction.application.map(WireFormat.jsonString)),
+                    ("client_address", transaction.clientAddress.map(WireFormat.jsonString)),
+                    ("state", transaction.state.map(WireFormat.jsonString)),
                     ("age_seconds", transaction.ageSeconds.map { String(format: "%.1f", $0) }),
                 ]
                 return "{" + fields.map { "\"\($0.0)\": \($0.1 ?? "null")" }.joined(separator: ", ") + "}"
             }
-            let last = lastCheckpointAt.map { AuditExport.jsonString(AuditExport.timestamp($0)) } ?? "null"
+            let last = lastCheckpointAt.map { WireFormat.jsonString(WireFormat.timestamp($0)) } ?? "null"
             return "{\"last_checkpoint_at\": \(last), \"open_transactions\": [\(open.joined(separator: ", "))]}"
         }
 
         var table: String {
             var text =
                 "Last audit checkpoint: "
-                + (lastCheckpointAt.map { "\(AuditExport.timestamp($0)) (\(describe(-$0.timeIntervalSinceNow)) ago)" } ?? "none") + "\n"
+                + (lastCheckpointAt.map { "\(WireFormat.timestamp($0)) (\(describe(-$0.timeIntervalSinceNow)) ago)" } ?? "none") + "\n"
             if !open.isEmpty {
                 text += "Transactions held open (any audit rows they write wait for a later checkpoint):\n"
                 for transaction in open { text += "  " + AuditExport.terminalSafe(transaction.summary, limit: 200) + "\n" }
@@ -131,7 +131,7 @@ struct StatusCommand: AsyncParsableCommand {
 
         var json: String {
             let entries = apps.map { app in
-                "{\"client_id\": \(AuditExport.jsonString(app.clientID)), \"limit\": \(app.limit.map { "\($0)" } ?? "null"), \"observed\": \(String(format: "%.2f", app.observed))}"
+                "{\"client_id\": \(WireFormat.jsonString(app.clientID)), \"limit\": \(app.limit.map { "\($0)" } ?? "null"), \"observed\": \(String(format: "%.2f", app.observed))}"
             }
             return "{\"global_limit\": \(global.map { "\($0)" } ?? "null"), \"apps\": [\(entries.joined(separator: ", "))]}"
         }
@@ -158,20 +158,20 @@ struct StatusCommand: AsyncParsableCommand {
         audit: AuditStatus = .init(),
         liveWorkers: Int? = nil
     ) -> String {
-        let byState = RevocationState.all.map { "\(AuditExport.jsonString($0.rawValue)): \(statistics.byState[$0] ?? 0)" }
-        let byOutcome = outcomeCounts(statistics).map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
+        let byState = RevocationState.all.map { "\(WireFormat.jsonString($0.rawValue)): \(statistics.byState[$0] ?? 0)" }
+        let byOutcome = outcomeCounts(statistics).map { "\(WireFormat.jsonString($0.0.rawValue)): \($0.1)" }
         let pauses = paused.map { pause in
             [
-                "\"client_id\": \(AuditExport.jsonString(pause.clientID))",
-                "\"reason_code\": \(AuditExport.jsonString(pause.reason.code))",
-                "\"reason_description\": \(pause.reason.description.map(AuditExport.jsonString) ?? "null")",
-                "\"paused_at\": \(AuditExport.jsonString(AuditExport.timestamp(pause.pausedAt)))",
-                "\"next_probe_at\": \(AuditExport.jsonString(AuditExport.timestamp(pause.nextProbeAt)))",
+                "\"client_id\": \(WireFormat.jsonString(pause.clientID))",
+                "\"reason_code\": \(WireFormat.jsonString(pause.reason.code))",
+                "\"reason_description\": \(pause.reason.description.map(WireFormat.jsonString) ?? "null")",
+                "\"paused_at\": \(WireFormat.jsonString(WireFormat.timestamp(pause.pausedAt)))",
+                "\"next_probe_at\": \(WireFormat.jsonString(WireFormat.timestamp(pause.nextProbeAt)))",
             ].joined(separator: ", ")
         }
         let grants = grantCounts(statistics).map { provider, counts in
-            let states = counts.map { "\(AuditExport.jsonString($0.0.rawValue)): \($0.1)" }
-            return "\(AuditExport.jsonString(provider)): {\(states.joined(separator: ", "))}"
+            let states = counts.map { "\(WireFormat.jsonString($0.0.rawValue)): \($0.1)" }
+            return "\(WireFormat.jsonString(provider)): {\(states.joined(separator: ", "))}"
         }
         return """
             {
@@ -231,7 +231,7 @@ struct StatusCommand: AsyncParsableCommand {
                 + paused.map { pause in
                     [
                         AuditExport.terminalSafe(pause.clientID, limit: 60), AuditExport.terminalSafe(pause.reason.code, limit: 40),
-                        AuditExport.timestamp(pause.pausedAt), AuditExport.timestamp(pause.nextProbeAt),
+                        WireFormat.timestamp(pause.pausedAt), WireFormat.timestamp(pause.nextProbeAt),
                     ]
                 }
             text += aligned(rows)
@@ -239,9 +239,9 @@ struct StatusCommand: AsyncParsableCommand {
         for webhook in webhooks.states {
             let state =
                 if let parked = webhook.parkedSince {
-                    "PARKED since \(AuditExport.timestamp(parked)) (\(webhook.attempts) failures, last \(webhook.lastStatus.map(String.init) ?? "no answer"); retrying)"
+                    "PARKED since \(WireFormat.timestamp(parked)) (\(webhook.attempts) failures, last \(webhook.lastStatus.map(String.init) ?? "no answer"); retrying)"
                 } else if let failing = webhook.failingSince {
-                    "failing since \(AuditExport.timestamp(failing)) (\(webhook.attempts) failures; next try \(AuditExport.timestamp(webhook.nextAttemptAt)))"
+                    "failing since \(WireFormat.timestamp(failing)) (\(webhook.attempts) failures; next try \(WireFormat.timestamp(webhook.nextAttemptAt)))"
                 } else {
                     "ok"
                 }
