@@ -296,16 +296,18 @@ struct AccountDeletionAPITests {
         }
     }
 
-    /// 1,200 grants with the API's database deadline at 2 s: asked for in one transaction that
-    /// grew with the account (2.5 ms a grant), the deletion was never accepted. It is accepted at
-    /// once, its grants asked about in bounded batches, and every one revoked exactly once.
+    /// 1,200 grants: asked for in one transaction that grew with the account (2.5 ms a grant),
+    /// the deletion was refused once the account outgrew the API's database deadline. It is
+    /// accepted under the default deadline with one bounded batch of requests made in its
+    /// transaction, the workers make the rest, and every grant is revoked exactly once. How long
+    /// the answer took is measured, not asserted (on two busy cores it varies threefold):
     /// `REVOKER_LARGE_ACCOUNT_GRANTS` and `REVOKER_LARGE_ACCOUNT_DEADLINE_SECONDS` set another
     /// count and deadline (docs/benchmarks.md, "An account of 10,000 grants").
     @Test func anAccountOfManyGrantsIsAcceptedAtOnceAndEveryGrantRevokedExactlyOnce() async throws {
         let environment = ProcessInfo.processInfo.environment
         let count = environment["REVOKER_LARGE_ACCOUNT_GRANTS"].flatMap { Int($0) } ?? 1_200
-        let deadline = environment["REVOKER_LARGE_ACCOUNT_DEADLINE_SECONDS"].flatMap { Int($0) } ?? 2
-        let http: [String: any Sendable] = ["grant_exchange_wait_seconds": 30, "database_timeout_seconds": deadline]
+        var http: [String: any Sendable] = ["grant_exchange_wait_seconds": 30]
+        http["database_timeout_seconds"] = environment["REVOKER_LARGE_ACCOUNT_DEADLINE_SECONDS"].flatMap { Int($0) }
         try await GrantCustodyAPITests.with(http: http) { api, _, _ in
             let grants = Set(try await api.stack.holdMany(clientID: Self.notes, accountReference: "big-account", count: count))
             let clock = ContinuousClock()
@@ -314,6 +316,8 @@ struct AccountDeletionAPITests {
             let answered = clock.now - started
             #expect(asked.status == 202, "\(asked.text.prefix(300))")
             let id = try #require(asked.json["id"] as? String)
+            let madeAtOnce = (asked.json["requests"] as? [Any])?.count ?? 0
+            #expect((1...200).contains(madeAtOnce), "one bounded batch in the request's transaction, not \(madeAtOnce)")
             #expect(try await Self.settled(api, deletion: id) == "revoked")
             // A figure for docs/benchmarks.md, not a check: speed is measured, never asserted.
             print("large account: \(count) grants, POST answered in \(answered), every grant revoked after \(clock.now - started)")
