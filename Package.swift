@@ -390,6 +390,7 @@ let package = Package(
                 "GoogleSignInSandbox",
                 "ProviderSandbox",
                 "RevokerLocalStack",
+                "RevokerTesting",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -6,6 +6,7 @@ import JWTKit
 import ProviderSandbox
 import RevokerLocalStack
 import RevokerProvider
+import RevokerTesting
 import Testing
 
 @Suite("Google ID tokens are verified completely")
@@ -179,8 +180,13 @@ struct GoogleIdentityTokenTests {
             try await sandbox.withGoogleClient { client in
                 let app = try await sandbox.registerGoogleApp()
                 let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
-                let interval = Duration.seconds(3)
-                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(600), unknownKeyInterval: interval)
+                let clock = ManualClock()
+                let keys = GoogleKeySet(
+                    client: client,
+                    minimumRefreshInterval: .seconds(600),
+                    unknownKeyInterval: .seconds(3),
+                    clock: ElapsedClock(clock)
+                )
                 let verifier = GoogleIdentityTokenVerifier(keys: keys)
                 _ = try await verifier.verify(try await sandbox.google.mintIdentityToken(request), audiences: app.audiences)
                 _ = try await sandbox.google.rotateKeys(retire: true)
@@ -188,7 +194,6 @@ struct GoogleIdentityTokenTests {
                 let madeUp = try await sandbox.google.mintIdentityToken(.init(subject: "u", audience: [app.clientID], signature: .unknownKey))
                 // Right after a fetch, a genuine token under the new key waits for the next allowed
                 // fetch instead of being refused, and 30 made-up kids at once wait for the same one.
-                let started = ContinuousClock.now
                 let results = try await withThrowingTaskGroup(of: Bool.self) { group in
                     group.addTask { (try? await verifier.verify(rotated, audiences: app.audiences)) != nil }
                     for _ in 0..<30 {
@@ -201,13 +206,15 @@ struct GoogleIdentityTokenTests {
                             }
                         }
                     }
+                    try await eventually("all 31 tokens wait for the next allowed fetch") { await keys.keys.waiting == 31 }
+                    #expect(await keys.keys.fetches == 1, "no token fetched before the interval was over")
+                    clock.advance(by: .milliseconds(2_999))
+                    #expect(await keys.keys.fetches == 1)
+                    clock.advance(by: .milliseconds(1))
                     return try await group.reduce(into: [Bool]()) { $0.append($1) }
                 }
                 #expect(results.filter { $0 }.count == 1, "the genuine token verifies, none of the made-up ones")
-                // One fetch for the whole flood: one more only if it lasted past an interval (a loaded machine).
-                let made = await keys.keys.fetches - 1
-                let intervals = Int((ContinuousClock.now - started) / interval)
-                #expect((1...(1 + intervals)).contains(made), "\(made) fetches over \(intervals + 1) intervals")
+                #expect(await keys.keys.fetches == 2, "one fetch for the whole flood")
             }
         }
     }
@@ -237,18 +244,22 @@ struct GoogleIdentityTokenTests {
         try await RunningSandbox.with(google: .init(certsMaxAge: .seconds(1))) { sandbox in
             try await sandbox.withGoogleClient { client in
                 let app = try await sandbox.registerGoogleApp()
+                let clock = ManualClock()
                 // A max-age shorter than the interval is raised to it: the interval is the max-age's here.
-                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(1))
+                let keys = GoogleKeySet(client: client, minimumRefreshInterval: .seconds(1), clock: ElapsedClock(clock))
                 let verifier = GoogleIdentityTokenVerifier(keys: keys)
                 let request = GoogleSandboxAdmin.IdentityTokenRequest(subject: "u", audience: [app.clientID])
                 try await verify(sandbox, verifier, app, request)
-                try await Task.sleep(for: .milliseconds(1100))
+                clock.advance(by: .milliseconds(999))
+                try await verify(sandbox, verifier, app, request)
+                #expect(await keys.keys.fetches == 1, "within max-age the cached keys serve")
+                clock.advance(by: .milliseconds(1))
                 try await verify(sandbox, verifier, app, request)
                 #expect(await keys.keys.fetches == 2)
 
                 let old = try await sandbox.google.mintIdentityToken(request)
                 _ = try await sandbox.google.rotateKeys(retire: true)
-                try await Task.sleep(for: .milliseconds(1100))
+                clock.advance(by: .seconds(1))
                 await #expect {
                     try await verifier.verify(old, audiences: app.audiences)
                 } throws: { ($0 as? GoogleSignInError)?.code == .unknownSigningKey }

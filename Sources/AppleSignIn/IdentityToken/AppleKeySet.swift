@@ -16,9 +16,10 @@ public struct AppleKeySet: Sendable {
     public init(
         client: AppleClient,
         minimumRefreshInterval: Duration = .seconds(60),
-        unknownKeyInterval: Duration = RS256KeySet.defaultUnknownKeyInterval
+        unknownKeyInterval: Duration = RS256KeySet.defaultUnknownKeyInterval,
+        clock: ElapsedClock = .continuous
     ) {
-        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval, unknownKeyInterval: unknownKeyInterval) {
+        self.keys = RS256KeySet(minimumRefreshInterval: minimumRefreshInterval, unknownKeyInterval: unknownKeyInterval, clock: clock) {
             try await client.keys()
         }
     }

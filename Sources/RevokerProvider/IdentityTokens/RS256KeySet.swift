@@ -73,35 +73,39 @@ public actor RS256KeySet {
     }
 
     private let fetch: Fetch
+    private let clock: ElapsedClock
     private let minimumRefreshInterval: Duration
     private let unknownKeyInterval: Duration
     private var keys = JWTKeyCollection()
     private var knownKeyIDs: Set<String> = []
     /// When the cached keys stop being trusted; nil before the first successful fetch.
-    private var expiresAt: ContinuousClock.Instant?
+    private var expiresAt: Duration?
     /// No fetch starts before this.
-    private var nextAttempt: ContinuousClock.Instant?
+    private var nextAttempt: Duration?
     /// What the last fetch threw, while no fetch has succeeded since.
     private var lastFailure: (any Error)?
     private var consecutiveFailures = 0
     private var refreshing: Task<Void, any Error>?
-    /// When the last fetch started: a token that arrived before it has had its answer.
-    private var lastFetchStarted: ContinuousClock.Instant?
     /// Tokens from outside waiting for the next allowed fetch.
     private var held = 0
     /// How many fetches were started (failed ones included), for tests and diagnostics.
     public private(set) var fetches = 0
+    /// How many tokens from outside are waiting for the next allowed fetch now.
+    public var waiting: Int { held }
 
     /// - Parameters:
     ///   - minimumRefreshInterval: the least time keys are cached, and the pause after a failed fetch.
     ///   - unknownKeyInterval: the least time between two fetches for tokens from outside naming a
     ///     `kid` the cache lacks (at most `minimumRefreshInterval`).
+    ///   - clock: what lifetimes, pauses and waits are measured by.
     public init(
         minimumRefreshInterval: Duration = .seconds(60),
         unknownKeyInterval: Duration = defaultUnknownKeyInterval,
+        clock: ElapsedClock = .continuous,
         fetch: @escaping Fetch
     ) {
         self.fetch = fetch
+        self.clock = clock
         self.minimumRefreshInterval = minimumRefreshInterval
         self.unknownKeyInterval = min(unknownKeyInterval, minimumRefreshInterval)
     }
@@ -156,9 +160,10 @@ public actor RS256KeySet {
     /// Fetches the keys when the cache cannot answer for `kid`: at once for the provider's
     /// answer, else once a fetch is allowed, waiting for it.
     private func prepare(for kid: String, from origin: Origin) async throws {
-        let arrived = ContinuousClock.now
+        // Counted, not timed: two readings of a clock can be equal.
+        let fetchesBeforeArrival = fetches
         while true {
-            let now = ContinuousClock.now
+            let now = clock.now()
             let known = knownKeyIDs.contains(kid)
             if known, let expiresAt, now < expiresAt { return }
             if let refreshing {
@@ -166,7 +171,7 @@ public actor RS256KeySet {
                 continue
             }
             // A fetch that started after the token arrived has answered for it.
-            if let lastFetchStarted, lastFetchStarted >= arrived {
+            if fetches > fetchesBeforeArrival {
                 if let lastFailure { throw lastFailure }
                 return
             }
@@ -180,20 +185,19 @@ public actor RS256KeySet {
                     }
                     held += 1
                     defer { held -= 1 }
-                    try await Task.sleep(until: nextAttempt, clock: .continuous)
+                    try await clock.sleep(nextAttempt)
                     continue
                 }
             }
+            fetches += 1
             let task = Task { try await self.load() }
             refreshing = task
-            lastFetchStarted = now
             try await task.value
         }
     }
 
     private func load() async throws {
         defer { refreshing = nil }
-        fetches += 1
         let jwks: JWKS
         let maxAge: Duration?
         do {
@@ -201,7 +205,7 @@ public actor RS256KeySet {
         } catch {
             consecutiveFailures += 1
             lastFailure = error
-            nextAttempt = .now + Self.retryInterval(afterFailures: consecutiveFailures, minimumRefreshInterval: minimumRefreshInterval)
+            nextAttempt = clock.now() + Self.retryInterval(afterFailures: consecutiveFailures, minimumRefreshInterval: minimumRefreshInterval)
             throw error
         }
         let fresh = JWTKeyCollection()
@@ -215,7 +219,7 @@ public actor RS256KeySet {
                 continue
             }
         }
-        let now = ContinuousClock.now
+        let now = clock.now()
         keys = fresh
         knownKeyIDs = ids
         consecutiveFailures = 0
