@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import CoreMetrics
 import Logging
+import NIOCore
 import PostgresNIO
 import Prometheus
 import RevokerHTTP
@@ -201,7 +202,8 @@ extension RevokerApp {
                 ports.yield(port)
                 await onServerRunning(port)
             }
-            return .init(service: AfterStartup(check: startup, service: application), serviceName: "api")
+            let address = "\(configuration.http.host):\(configuration.http.port)"
+            return .init(service: AfterStartup(check: startup, service: Listening(service: application, address: address)), serviceName: "api")
         }
     }
 }
@@ -219,6 +221,29 @@ struct AfterStartup<Wrapped: Service>: Service {
         try await service.run()
     }
 }
+
+/// A server whose address cannot be bound ends with one line naming it, instead of the
+/// socket call's text.
+struct Listening<Wrapped: Service>: Service {
+    let service: Wrapped
+    let address: String
+
+    func run() async throws {
+        do {
+            try await service.run()
+        } catch let error as IOError {
+            guard let reason = listenFailures[error.errnoCode] else { throw error }
+            throw RevokerAppError(.cannotListen, "cannot listen on \(address): \(reason)")
+        }
+    }
+}
+
+/// What a failed bind's `errno` means to the person starting the server.
+private let listenFailures: [CInt: String] = [
+    EADDRINUSE: "the address is in use (another process listens there; choose another --port or http.port)",
+    EADDRNOTAVAIL: "no interface of this machine has that address (check --host or http.host)",
+    EACCES: "permission denied (a port below 1024 needs privileges)",
+]
 
 /// Keeps HTTP clients' pools open until the group shuts down, then closes them.
 struct HTTPClientService: Service {

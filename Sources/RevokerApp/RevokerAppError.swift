@@ -4,7 +4,7 @@ public struct RevokerAppError: Error, Sendable, CustomStringConvertible {
     /// What kind of problem; codes can grow without breaking callers.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Base: String, Sendable {
-            case configuration, databaseUnreachable, schemaNotCurrent, database, shutdownCutShort
+            case configuration, databaseUnreachable, schemaNotCurrent, database, shutdownCutShort, cannotListen
         }
 
         private let base: Base
@@ -20,6 +20,8 @@ public struct RevokerAppError: Error, Sendable, CustomStringConvertible {
         public static let database = Code(.database)
         /// A graceful shutdown ran past its limit and what was left was cancelled.
         public static let shutdownCutShort = Code(.shutdownCutShort)
+        /// The API cannot listen on its address (in use, not this machine's, or privileged).
+        public static let cannotListen = Code(.cannotListen)
 
         public var description: String { base.rawValue }
     }

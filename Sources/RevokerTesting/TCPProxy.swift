@@ -3,17 +3,38 @@ import NIOPosix
 import Synchronization
 
 /// A TCP proxy on a free loopback port in front of a server (PostgreSQL, in the tests) that the
-/// test can freeze: from then on it forwards nothing in either direction and keeps every
-/// connection open, as a server that stopped answering without closing anything would.
+/// test can freeze (from then on it forwards nothing in either direction and keeps every
+/// connection open, as a server that stopped answering without closing anything would) and
+/// whose connections it can cut, as a failover does.
 public final class TCPProxy: Sendable {
     /// The loopback port clients connect to.
     public let port: Int
     private let frozen = Atomic(false)
+    /// Both channels of every connection relayed now, by connection.
+    private let open = Mutex<[Int: [any Channel]]>([:])
+    private let nextConnection = Atomic(0)
 
     private init(port: Int) { self.port = port }
 
-    /// Stops forwarding, for good: bytes sent either way are dropped, connections stay open.
+    /// Stops forwarding: bytes sent either way are dropped, connections stay open.
     public func freeze() { frozen.store(true, ordering: .sequentiallyConsistent) }
+
+    /// Forwards again. A connection that lost bytes while frozen is unusable: cut the open ones
+    /// first (``cutAll()``) so that clients start afresh.
+    public func thaw() { frozen.store(false, ordering: .sequentiallyConsistent) }
+
+    /// Closes every open connection on both sides at once, as a server that went away (or an
+    /// HAProxy moving to a new primary) does; new connections are relayed as before.
+    /// Returns how many it cut.
+    @discardableResult
+    public func cutAll() -> Int {
+        let cut = open.withLock { open in
+            defer { open.removeAll() }
+            return Array(open.values)
+        }
+        for channels in cut { for channel in channels { channel.close(promise: nil) } }
+        return cut.count
+    }
 
     var isFrozen: Bool { frozen.load(ordering: .sequentiallyConsistent) }
 
@@ -53,6 +74,9 @@ public final class TCPProxy: Sendable {
             let upstream = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
             }
+            let id = nextConnection.wrappingAdd(1, ordering: .relaxed).oldValue
+            open.withLock { $0[id] = [client.channel, upstream.channel] }
+            defer { _ = open.withLock { $0.removeValue(forKey: id) } }
             try await client.executeThenClose { clientIn, clientOut in
                 try await upstream.executeThenClose { upstreamIn, upstreamOut in
                     try await withThrowingTaskGroup(of: Void.self) { pair in

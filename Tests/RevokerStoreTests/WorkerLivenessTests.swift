@@ -135,4 +135,74 @@ struct WorkerLivenessTests {
             #expect(try await Self.registered(db).isEmpty)
         }
     }
+
+    // MARK: Through a failover
+
+    /// New sessions of `db` start read-only (as on a standby being promoted) or not, and the
+    /// pool's open sessions are ended so that it opens new ones.
+    static func startSessions(_ db: ScratchDatabase, readOnly: Bool) async throws {
+        let logger = Logger(label: "test")
+        try await db.client.withConnection { connection in
+            _ = try await connection.query("SET default_transaction_read_only = off", logger: logger).collect()
+            let setting = readOnly ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only"
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(db.name)\" \(setting)"), logger: logger).collect()
+            _ = try await connection.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                logger: logger
+            ).collect()
+        }
+    }
+
+    @Test func aReadOnlyServerRefusesTheRegistrationForNowAndTheNextTryTakesIt() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await Self.startSessions(db, readOnly: true)
+            let refusal = try await eventuallyValue("a read-only session refused the registration") { () async throws -> RevokerStoreError? in
+                do {
+                    try await queue.withWorkerSession(owner: "w-ro", registered: {}) { _ in }
+                    return nil
+                } catch let error as RevokerStoreError where error.detail?.contains("25006") == true {
+                    return error
+                } catch {
+                    return nil  // a session the termination ended, met by the pool
+                }
+            }
+            #expect(refusal.code != .livenessUnavailable, "a server that cannot now is not a role that may not: the worker tries again")
+
+            try await Self.startSessions(db, readOnly: false)
+            try await eventually("the next try takes the lock and registers") {
+                (try? await Self.withSession(queue, db, owner: "w-ro") { try await Self.registered(db) == ["w-ro": false] }) ?? false
+            }
+        }
+    }
+
+    @Test func onlyAMissingPrivilegeRefusesTheLockForGood() {
+        for refusal in ["42501", "42P01", "42883"] {
+            #expect(RevocationQueue.refusesForGood(refusal), "\(refusal): the role lacks the 0011 grants")
+        }
+        for transient in ["25006", "57P01", "57P03", "08006", "40001", "53300", nil] {
+            #expect(!RevocationQueue.refusesForGood(transient), "\(transient ?? "no server error"): tried again")
+        }
+    }
+
+    @Test func whatAWorkerNoLongerCarriesIsHandedBackWithItsAttempt() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await Self.enqueue(4, prefix: "cut", queue: queue)
+            let mine = try await queue.claim(batch: 3, lease: .seconds(600), owner: "w-cut")
+            let other = try #require(try await queue.claim(batch: 1, lease: .seconds(600), owner: "w-other").first)
+            #expect(mine.count == 3)
+            let carried = mine[0]
+            let handed = try await queue.handBackUntracked(owner: "w-cut", keeping: [carried.request.id])
+            #expect(handed == 2)
+            for lost in mine.dropFirst() {
+                let request = try #require(try await queue.request(id: lost.request.id))
+                #expect(request.state == .pending && request.leaseOwner == nil && request.attempts == 0, "its attempt given back")
+                #expect(try await queue.finish(lost.lease, state: .succeeded, outcome: .revoked) == false, "its old lease is stale")
+                let audit = try await AuditLog(client: db.client, logger: Logger(label: "t")).query(AuditQuery(requestID: lost.request.id))
+                #expect(audit.records.last?.event == "released")
+            }
+            #expect(try await queue.request(id: other.request.id)?.state == .running, "another worker's request is its own")
+            #expect(try await queue.finish(carried.lease, state: .succeeded, outcome: .revoked), "what it carries stays its own")
+            #expect(try await queue.handBackUntracked(owner: "w-cut", keeping: []) == 0)
+        }
+    }
 }

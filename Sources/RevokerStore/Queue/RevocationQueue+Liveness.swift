@@ -21,7 +21,8 @@ extension RevocationQueue {
     /// behind in the pool.
     ///
     /// Throws ``RevokerStoreError/Code-swift.struct/livenessUnavailable`` when the database
-    /// refuses the lock or the registration (a role without the 0011 grants).
+    /// refuses the lock or the registration for good (a role without the 0011 grants); any
+    /// other failure (a read-only server, a server going away) is thrown as it is, to be tried again.
     public func withWorkerSession<Result: Sendable>(
         owner: String,
         registered: @Sendable () -> Void,
@@ -33,9 +34,7 @@ extension RevocationQueue {
             do {
                 try await self.lock(owner: owner, on: connection)
                 registered()
-                outcome = .success(
-                    try await connection.listen(on: Self.wakeUpChannel) { notifications in try await body(WakeUps(base: notifications)) }
-                )
+                outcome = .success(try await Self.listen(on: connection, logger: self.logger, body))
             } catch {
                 outcome = .failure(StoreDatabase.map(error))
             }
@@ -59,13 +58,23 @@ extension RevocationQueue {
                 """,
                 logger: self.logger
             )
-        } catch let error as PSQLError where error.serverInfo != nil {
+        } catch let error as PSQLError where Self.refusesForGood(error.serverInfo?[.sqlState]) {
             throw RevokerStoreError(
                 .livenessUnavailable,
                 "the database refused the worker's liveness lock or registration",
                 detail: "\(StoreDatabase.map(error))"
             )
         }
+    }
+
+    /// Whether a server error taking the lock or registering says the role may not (it will
+    /// refuse again), rather than that the server cannot now: a standby being promoted answers
+    /// `25006` (read-only), a server shutting down `57P01`, and the next try reaches the new
+    /// primary. Only a refusal for good sends a worker on without its lock.
+    public static func refusesForGood(_ sqlState: String?) -> Bool {
+        guard let sqlState else { return false }
+        // 42: a missing privilege, table or function (a role without the 0011 grants).
+        return sqlState.hasPrefix("42")
     }
 
     /// Publishes the calls per second `owner` made to each app (migration 0012) and returns the

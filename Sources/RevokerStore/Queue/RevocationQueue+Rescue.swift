@@ -86,4 +86,46 @@ extension RevocationQueue {
         }
         return RescueResult(rescued: rescued, awaitingConfirmation: awaiting)
     }
+
+    /// Hands back to `pending` the running requests leased to `owner` that are not in
+    /// `keeping`, giving their attempt back, audited `released`: a worker whose claim or write
+    /// was cut off by the database (a failover) cannot know whether it committed, and what it
+    /// does not carry on would otherwise wait for its lease to expire, renewed by nobody yet
+    /// rescued by nobody while the owner lives. Returns how many it handed back.
+    ///
+    /// Only the caller knows what it carries: it must not claim while this runs.
+    public func handBackUntracked(owner: String, keeping: [UUID], logger: Logger? = nil) async throws -> Int {
+        let logger = logger ?? self.logger
+        try Self.validateActor(owner)
+        let events = try AuditWriter.json([AuditEvent(.released, detail: "its worker lost track of it (a claim or a write cut off by the database)")])
+        let rows = try await StoreDatabase.run(logger) {
+            try await self.client.query(
+                """
+                WITH untracked AS (
+                    SELECT r.id FROM revoker.revocation_requests r
+                    WHERE r.state = 'running' AND r.lease_owner = \(owner) AND r.id <> ALL(\(keeping)::uuid[])
+                    FOR UPDATE SKIP LOCKED
+                ), handed AS (
+                    UPDATE revoker.revocation_requests r
+                    SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+                        attempts = greatest(r.attempts - 1, 0), updated_at = now()
+                    FROM untracked WHERE r.id = untracked.id
+                    RETURNING r.id, r.client_id, r.external_reference, r.apple_user_id, r.attempts, \(owner)::text AS actor, \(events)::jsonb AS events
+                ), audit AS (
+                    \(unescaped: AuditWriter.insert(from: "handed"))
+                ), woken AS (
+                    SELECT pg_notify('revoker_requests', '') FROM (SELECT 1 FROM handed LIMIT 1) any_handed
+                )
+                SELECT (SELECT count(*) FROM handed)::int, (SELECT count(*) FROM woken)::int
+                """,
+                logger: logger
+            ).collect()
+        }
+        guard let row = rows.first else { throw RevokerStoreError(.unexpectedData, "the hand-back returned no row") }
+        let (handed, _) = try row.decode((Int, Int).self)
+        if handed > 0 {
+            logger.notice("Handed back requests this worker had lost track of", metadata: ["revoker.count": "\(handed)"])
+        }
+        return handed
+    }
 }

@@ -121,7 +121,8 @@ public struct RevocationWorker: Service {
         var nextFanOut = ContinuousClock.now
         // A cron run validates what is due when it starts, and drains those validations too.
         if case .drain = mode { await scheduleGrantValidations() }
-        while !state.isStopping {
+        // Cancelled (another part of the process failed, say): stop at once, not at the next request.
+        while !state.isStopping, !Task.isCancelled {
             if case .drain(let deadline) = mode, ContinuousClock.now >= deadline {
                 state.beginShutdown(grace: .zero, timedOut: true)
                 break
@@ -133,6 +134,7 @@ public struct RevocationWorker: Service {
             var claim: ServiceContext?
             // Large deletions' next batch, while there is more to make; else once a poll interval,
             // so that a busy claim loop does not pay a query for nothing at every turn.
+            await handBackUntracked()
             if free > 0, ContinuousClock.now >= nextFanOut {
                 nextFanOut = await fanOutDeletions() > 0 ? .now : .now + settings.pollInterval
             }
@@ -151,6 +153,8 @@ public struct RevocationWorker: Service {
                     if failures > 0 { logger.notice("Database reachable again") }
                     failures = 0
                 } catch {
+                    // The claim may have committed with its answer lost.
+                    state.markLostTrack()
                     failures += 1
                     if failures == 1 {
                         logger.warning(
@@ -188,6 +192,20 @@ public struct RevocationWorker: Service {
                 if state.isDrained(deadline: deadline, patience: settings.pollInterval + .seconds(5)) { break }
             }
             _ = await wakeUps.next()
+        }
+    }
+
+    /// Hands back the requests leased to this worker that it does not carry, once a claim or a
+    /// write was cut off (``WorkerState/markLostTrack()``): run by the claim loop, between its
+    /// claims, so that nothing it claims is missed from what it carries. A failure leaves it to
+    /// the next turn.
+    private func handBackUntracked() async {
+        guard state.takeLostTrack() else { return }
+        let (queue, owner, keeping) = (queue, owner, state.leases.map(\.requestID))
+        do {
+            _ = try await withDeadline(settings.databaseTimeout) { try await queue.handBackUntracked(owner: owner, keeping: keeping) }
+        } catch {
+            state.markLostTrack()
         }
     }
 
@@ -252,9 +270,15 @@ public struct RevocationWorker: Service {
         }
     }
 
+    /// How often a worker the database refused its liveness lock asks again (its role may have
+    /// been granted what it lacked).
+    static let livenessRetryAfterRefusal: Duration = .seconds(60)
+
     /// Holds the worker's liveness lock on a connection of its own, which also wakes the claim
-    /// loop on NOTIFY; takes it again after the database went away. Should the database refuse
-    /// the lock, the worker goes on with wake-ups alone and its requests rely on their leases.
+    /// loop on NOTIFY; takes it again after the database went away (a failover: the new primary
+    /// holds no lock of the old one's sessions). Should the database refuse the lock for good,
+    /// the worker goes on with wake-ups alone, its requests relying on their leases, and asks
+    /// again every ``livenessRetryAfterRefusal``.
     private func holdSession(_ signal: AsyncStream<Void>.Continuation) async {
         let (queue, owner, state) = (queue, owner, state)
         let hear: @Sendable (WakeUps) async throws -> Void = { wakeUps in
@@ -271,17 +295,26 @@ public struct RevocationWorker: Service {
         while !Task.isCancelled {
             do {
                 if refused {
-                    try await queue.withWakeUps(hear)
-                } else {
-                    try await queue.withWorkerSession(owner: owner, registered: { state.setLiveness(.held) }, hear)
+                    // Wake-ups alone, until it is time to ask for the lock again.
+                    let retry = Self.livenessRetryAfterRefusal
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask { try await queue.withWakeUps(hear) }
+                        group.addTask { try await Task.sleep(for: retry) }
+                        try await group.next()
+                        group.cancelAll()
+                    }
+                    refused = false
+                    continue
                 }
+                try await queue.withWorkerSession(owner: owner, registered: { state.setLiveness(.held) }, hear)
             } catch let error as RevokerStoreError where error.code == .livenessUnavailable {
+                if !refused, state.setLiveness(.unavailable) != .unavailable {
+                    logger.warning(
+                        "The database refuses the worker's liveness lock; should this worker die, its requests wait for their leases (grant migration 0011's table to the worker's role: deploy/postgres/roles.sql)",
+                        metadata: ["revoker.error": "\(String(reflecting: error).prefix(300))"]
+                    )
+                }
                 refused = true
-                state.setLiveness(.unavailable)
-                logger.warning(
-                    "The database refuses the worker's liveness lock; should this worker die, its requests wait for their leases (grant migration 0011's table to the worker's role: deploy/postgres/roles.sql)",
-                    metadata: ["revoker.error": "\(String(reflecting: error).prefix(300))"]
-                )
                 continue
             } catch {
                 if Task.isCancelled { return }
@@ -289,6 +322,12 @@ public struct RevocationWorker: Service {
                     logger.warning(
                         "The worker's own database connection dropped; handing back in-flight requests until it is back",
                         metadata: ["revoker.error": .string(SafeText.describing(error))]
+                    )
+                } else {
+                    // Each try while the database is away or read-only (a standby being promoted).
+                    logger.debug(
+                        "Cannot take the worker's liveness lock yet; trying again",
+                        metadata: ["revoker.error": "\(String(reflecting: error).prefix(300))"]
                     )
                 }
             }

@@ -37,6 +37,19 @@ final class WorkerState: Sendable {
     private let shutdown = Mutex(Shutdown())
     private let work = Mutex(Work())
     private let liveness = Mutex(Liveness.starting)
+    private let lostTrack = Mutex(false)
+
+    /// A claim or a write was cut off by the database: it may hold running requests leased to
+    /// this worker that the worker does not carry (``takeLostTrack()`` says so once).
+    func markLostTrack() { lostTrack.withLock { $0 = true } }
+
+    /// Whether the worker may have lost track of requests since it last asked; clears it.
+    func takeLostTrack() -> Bool {
+        lostTrack.withLock { lost in
+            defer { lost = false }
+            return lost
+        }
+    }
 
     /// New requests may be claimed: never while the liveness lock is being taken or was lost,
     /// since a rescuer could take this worker for dead and run the same request.
@@ -98,6 +111,7 @@ final class WorkerState: Sendable {
     }
 
     func ended(_ lease: Lease, _ disposition: Disposition, leaseDuration: Duration) {
+        if case .interrupted = disposition { markLostTrack() }
         work.withLock { state in
             state.leases[lease.requestID] = nil
             state.report.add(disposition)
@@ -110,7 +124,8 @@ final class WorkerState: Sendable {
             case .retryScheduled(let delay), .postponed(let delay):
                 state.retriesDue[lease.requestID] = .now + delay
             case .interrupted:
-                // The database failed mid-way: the request comes back once its lease expires and is rescued.
+                // The database failed mid-way: the worker hands the request back once it answers
+                // again, or it comes back when its lease expires.
                 state.retriesDue[lease.requestID] = .now + leaseDuration
             default:
                 break

@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ProviderSandbox
+import RevokerLocalStack
+import RevokerStore
+import RevokerTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a failover does to a worker's connections, without the full stack (scripts/failover-test
+/// runs the real one): every connection cut at once, a new primary still read-only for a moment
+/// (`25006`), and a server that stops answering without closing anything.
+@Suite("A worker through a database failover")
+struct DatabaseFailoverTests {
+    /// A lease far longer than the test's hang guard: whatever finishes did not wait for one.
+    static let worker: [String: any Sendable] = [
+        "lease_seconds": 600, "poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1, "concurrency": 4,
+    ]
+
+    /// Live workers as `revoker status` counts them: registered, their liveness lock held.
+    static func liveWorkers(_ stack: RevokerTestStack) async throws -> Int {
+        try await stack.queue.liveWorkers()
+    }
+
+    static func setReadOnly(_ stack: RevokerTestStack, _ readOnly: Bool) async throws {
+        let database = try #require(URLComponents(string: stack.database.url)?.path.dropFirst())
+        let statement = readOnly ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only"
+        let logger = Logger(label: "test")
+        try await stack.database.client.withConnection { connection in
+            // This session may itself have started read-only.
+            _ = try await connection.query("SET default_transaction_read_only = off", logger: logger).collect()
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(database)\" \(statement)"), logger: logger).collect()
+        }
+    }
+
+    @Test func aWorkerTakesItsLockBackAndHandsBackWhatItLostTrackOfWithoutWaitingForLeases() async throws {
+        try await RevokerTestStack.with(worker: Self.worker) { stack in
+            var url = try #require(URLComponents(string: stack.database.url))
+            let (host, port) = (try #require(url.host), try #require(url.port))
+            try await TCPProxy.with(toHost: host, port: port) { proxy in
+                url.host = "127.0.0.1"
+                url.port = proxy.port
+                var environment = stack.environment
+                environment["DATABASE_URL"] = try #require(url.string)
+                let grants = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "f", count: 12)
+                try await stack.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 1_000))
+                let work = try RevokerProcess(["work", "--log-level", "debug"], environment: environment)
+                defer { work.signal(SIGKILL) }
+                try await eventually("the worker holds its lock and is at work") {
+                    guard work.isRunning else { throw CannotHappen("the worker ended: \(work.stderrSoFar.suffix(500))") }
+                    let running = try await stack.count(state: .running)
+                    return try await Self.liveWorkers(stack) == 1 && running >= 4
+                }
+
+                // The primary stops answering, closing nothing: the session's heartbeat notices.
+                proxy.freeze()
+                try await eventually("the worker noticed its silent connection") {
+                    work.stderrSoFar.contains("A listening database connection stopped answering")
+                }
+                // The failover: every connection cut, the new primary read-only for a moment.
+                try await Self.setReadOnly(stack, true)
+                proxy.cutAll()
+                proxy.thaw()
+                try await eventually("the read-only server refused the worker's registration") {
+                    work.stderrSoFar.contains("Cannot take the worker's liveness lock yet") && work.stderrSoFar.contains("25006")
+                }
+                try await Self.setReadOnly(stack, false)
+                proxy.cutAll()
+                try await stack.sandbox.admin.setFaults(SandboxFaults())
+
+                try await eventually("the worker holds its lock again") { try await Self.liveWorkers(stack) == 1 }
+                try await eventually("every request finished, none waiting for a lease") {
+                    try await stack.requests().allSatisfy { $0.state == .succeeded }
+                }
+                let handedBack = try await stack.audit().filter { $0.event == "released" && ($0.detail ?? "").contains("lost track") }
+                #expect(!handedBack.isEmpty, "the cut interrupted requests mid-way, and the worker handed them back")
+                let reports = try await stack.sandbox.admin.grants().filter { grants.contains($0.id) }
+                #expect(reports.count == grants.count && reports.allSatisfy { $0.revocations >= 1 }, "every grant revoked")
+                #expect(work.isRunning)
+                try stack.expectNoSecrets(in: work.stderrSoFar)
+            }
+        }
+    }
+}
