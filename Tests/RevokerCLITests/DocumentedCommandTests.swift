@@ -45,6 +45,9 @@ struct DocumentedCommandTests {
         "revoker audit archive --before YYYY-MM --out FILE": "placeholders; AuditArchiveCommandTests runs docs/audit.md's line",
         "revoker audit receipt ID --archive FILE": "placeholders; AuditArchiveCommandTests runs docs/audit.md's line",
         "revoker audit archive --before 2025-12": "a step of the history benchmark, on its own database of years",
+        "revoker audit verify --witness PATH": "PATH stands for the witness's file; AuditVerifyCommandTests runs --witness with one",
+        "revoker audit verify --witness /var/lib/revoker-witness/checkpoints.jsonl":
+            "the runbook's deployed witness path; AuditVerifyCommandTests runs --witness with a file it kept",
     ].merging(AuditArchiveCommandTests.archiveCommands.map { ($0, "AuditArchiveCommandTests runs them on months before 2026-01") }) { $1 }
 
     /// Commands left to others with every option they are shown with, and why.
@@ -72,23 +75,19 @@ struct DocumentedCommandTests {
 
     static func commands(in text: String) -> [String] {
         var commands: [String] = []
-        var index = text.startIndex
-        while let open = text[index...].range(of: "`") {
-            if text[open.lowerBound...].hasPrefix("```") {
-                let start = text.index(open.lowerBound, offsetBy: 3)
-                guard let end = text[start...].range(of: "\n```") else { break }
-                let block = text[start..<end.lowerBound]
-                if block.hasPrefix("sh\n") {
-                    let joined = block.dropFirst(3).replacingOccurrences(of: "\\\n", with: " ")
-                    commands += joined.split(separator: "\n").map { line in
-                        String(line.split(separator: "#", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
-                    }
+        for segment in Documentation.segments(in: text) {
+            switch segment {
+            case .code("sh", let body):
+                let joined = body.replacingOccurrences(of: "\\\n", with: " ")
+                commands += joined.split(separator: "\n").map { line in
+                    String(line.split(separator: "#", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces)
                 }
-                index = end.upperBound
-            } else {
-                guard let close = text[open.upperBound...].range(of: "`") else { break }
-                commands.append(String(text[open.upperBound..<close.lowerBound]))
-                index = close.upperBound
+            case .code:
+                break
+            case .prose(let prose):
+                // Inline code: every other stretch between backticks.
+                let parts = prose.split(separator: "`", omittingEmptySubsequences: false)
+                commands += stride(from: 1, to: parts.count - 1, by: 2).map { String(parts[$0]) }
             }
         }
         return commands.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.filter { command in
