@@ -1,6 +1,4 @@
 import Foundation
-import Logging
-import PostgresNIO
 import ProviderSandbox
 import RevokerLocalStack
 import RevokerStore
@@ -21,22 +19,6 @@ struct DatabaseFailoverTests {
         "lease_seconds": 600, "poll_interval_seconds": 0.2, "retry_base_seconds": 0.1, "retry_cap_seconds": 1, "concurrency": 4,
     ]
 
-    /// Live workers as `revoker status` counts them: registered, their liveness lock held.
-    static func liveWorkers(_ stack: RevokerTestStack) async throws -> Int {
-        try await stack.queue.liveWorkers()
-    }
-
-    static func setReadOnly(_ stack: RevokerTestStack, _ readOnly: Bool) async throws {
-        let database = try #require(URLComponents(string: stack.database.url)?.path.dropFirst())
-        let statement = readOnly ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only"
-        let logger = Logger(label: "test")
-        try await stack.database.client.withConnection { connection in
-            // This session may itself have started read-only.
-            _ = try await connection.query("SET default_transaction_read_only = off", logger: logger).collect()
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(database)\" \(statement)"), logger: logger).collect()
-        }
-    }
-
     @Test func aWorkerTakesItsLockBackAndHandsBackWhatItLostTrackOfWithoutWaitingForLeases() async throws {
         try await RevokerTestStack.with(worker: Self.worker) { stack in
             var url = try #require(URLComponents(string: stack.database.url))
@@ -53,7 +35,7 @@ struct DatabaseFailoverTests {
                 try await eventually("the worker holds its lock and is at work") {
                     guard work.isRunning else { throw CannotHappen("the worker ended: \(work.stderrSoFar.suffix(500))") }
                     let running = try await stack.count(state: .running)
-                    return try await Self.liveWorkers(stack) == 1 && running >= 4
+                    return try await stack.queue.liveWorkers() == 1 && running >= 4
                 }
 
                 // The primary stops answering, closing nothing: the session's heartbeat notices.
@@ -62,17 +44,17 @@ struct DatabaseFailoverTests {
                     work.stderrSoFar.contains("A listening database connection stopped answering")
                 }
                 // The failover: every connection cut, the new primary read-only for a moment.
-                try await Self.setReadOnly(stack, true)
+                try await stack.database.startSessions(readOnly: true)
                 proxy.cutAll()
                 proxy.thaw()
                 try await eventually("the read-only server refused the worker's registration") {
                     work.stderrSoFar.contains("Cannot take the worker's liveness lock yet") && work.stderrSoFar.contains("25006")
                 }
-                try await Self.setReadOnly(stack, false)
+                try await stack.database.startSessions(readOnly: false)
                 proxy.cutAll()
                 try await stack.sandbox.admin.setFaults(SandboxFaults())
 
-                try await eventually("the worker holds its lock again") { try await Self.liveWorkers(stack) == 1 }
+                try await eventually("the worker holds its lock again") { try await stack.queue.liveWorkers() == 1 }
                 try await eventually("every request finished, none waiting for a lease") {
                     try await stack.requests().allSatisfy { $0.state == .succeeded }
                 }

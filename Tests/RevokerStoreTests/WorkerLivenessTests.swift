@@ -138,24 +138,9 @@ struct WorkerLivenessTests {
 
     // MARK: Through a failover
 
-    /// New sessions of `db` start read-only (as on a standby being promoted) or not, and the
-    /// pool's open sessions are ended so that it opens new ones.
-    static func startSessions(_ db: ScratchDatabase, readOnly: Bool) async throws {
-        let logger = Logger(label: "test")
-        try await db.client.withConnection { connection in
-            _ = try await connection.query("SET default_transaction_read_only = off", logger: logger).collect()
-            let setting = readOnly ? "SET default_transaction_read_only = on" : "RESET default_transaction_read_only"
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "ALTER DATABASE \"\(db.name)\" \(setting)"), logger: logger).collect()
-            _ = try await connection.query(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                logger: logger
-            ).collect()
-        }
-    }
-
     @Test func aReadOnlyServerRefusesTheRegistrationForNowAndTheNextTryTakesIt() async throws {
         try await Fixtures.withQueue { db, queue in
-            try await Self.startSessions(db, readOnly: true)
+            try await db.startSessions(readOnly: true, endingOpenSessions: true)
             let refusal = try await eventuallyValue("a read-only session refused the registration") { () async throws -> RevokerStoreError? in
                 do {
                     try await queue.withWorkerSession(owner: "w-ro", registered: {}) { _ in }
@@ -168,7 +153,7 @@ struct WorkerLivenessTests {
             }
             #expect(refusal.code != .livenessUnavailable, "a server that cannot now is not a role that may not: the worker tries again")
 
-            try await Self.startSessions(db, readOnly: false)
+            try await db.startSessions(readOnly: false, endingOpenSessions: true)
             try await eventually("the next try takes the lock and registers") {
                 (try? await Self.withSession(queue, db, owner: "w-ro") { try await Self.registered(db) == ["w-ro": false] }) ?? false
             }
@@ -203,6 +188,70 @@ struct WorkerLivenessTests {
             #expect(try await queue.request(id: other.request.id)?.state == .running, "another worker's request is its own")
             #expect(try await queue.finish(carried.lease, state: .succeeded, outcome: .revoked), "what it carries stays its own")
             #expect(try await queue.handBackUntracked(owner: "w-cut", keeping: []) == 0)
+        }
+    }
+
+    /// A queue whose connections go through `proxy`, listening with a quick heartbeat.
+    static func withQueue<R: Sendable>(
+        through proxy: TCPProxy,
+        _ db: ScratchDatabase,
+        _ queue: RevocationQueue,
+        _ body: (RevocationQueue) async throws -> R
+    ) async throws -> R {
+        var url = try #require(URLComponents(string: db.url))
+        url.host = "127.0.0.1"
+        url.port = proxy.port
+        let client = PostgresClient(configuration: try PostgresClient.Configuration(url: try #require(url.string)))
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        var proxied = RevocationQueue(client: client, sealer: try Fixtures.sealer(), logger: Logger(label: "test"))
+        proxied.listenHeartbeat = ListenHeartbeat(interval: .milliseconds(50), timeout: .milliseconds(500))
+        return try await body(proxied)
+    }
+
+    @Test func aListeningConnectionThatAnswersOutlivesItsHeartbeats() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let (host, port) = (try #require(URLComponents(string: db.url)?.host), try #require(URLComponents(string: db.url)?.port))
+            try await TCPProxy.with(toHost: host, port: port) { proxy in
+                try await Self.withQueue(through: proxy, db, queue) { proxied in
+                    let heard = try await proxied.withWakeUps { wakeUps in
+                        // Its own backend's last statement is a heartbeat: one has been answered.
+                        try await eventually("a heartbeat was answered") {
+                            let rows = try await db.client.query(
+                                "SELECT count(*)::int FROM pg_stat_activity WHERE datname = current_database() AND query = 'SELECT 1'"
+                            ).collect()
+                            return try rows.first?.decode(Int.self) ?? 0 > 0
+                        }
+                        try await queue.wakeWorkers()
+                        var iterator = wakeUps.makeAsyncIterator()
+                        return try await iterator.next() != nil
+                    }
+                    #expect(heard, "still listening after its heartbeats")
+                }
+            }
+        }
+    }
+
+    @Test func aListeningConnectionThatStopsAnsweringIsClosed() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let (host, port) = (try #require(URLComponents(string: db.url)?.host), try #require(URLComponents(string: db.url)?.port))
+            try await TCPProxy.with(toHost: host, port: port) { proxy in
+                try await Self.withQueue(through: proxy, db, queue) { proxied in
+                    // Hang guard only: without the heartbeat the listener waits for ever.
+                    let ended = try await withDeadline(.seconds(60)) { () async -> Bool in
+                        do {
+                            try await proxied.withWakeUps { wakeUps in
+                                proxy.freeze()
+                                for try await _ in wakeUps {}
+                            }
+                            return false
+                        } catch {
+                            return true
+                        }
+                    }
+                    #expect(ended, "the frozen connection ended the listener with an error")
+                }
+            }
         }
     }
 }

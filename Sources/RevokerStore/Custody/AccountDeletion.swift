@@ -44,19 +44,19 @@ public struct AccountDeletion: Sendable, Hashable, Identifiable {
     /// What became of one grant, as far as this deletion is concerned: its end (`revoked`, or
     /// why it died or was never held), or its revocation's outcome when it is still held.
     public func outcome(of grant: Grant) -> String? {
-        if let reason = grant.endReason { return reason }
-        return requests.first { $0.id == grant.revokeRequestID }?.outcome?.rawValue
+        Self.outcome(of: grant) { id in requests.first { $0.id == id }?.outcome?.rawValue }
     }
 
     /// ``outcome(of:)`` of every grant, in their order, in one pass over the requests (an
     /// account of 10,000 grants would otherwise search its requests 10,000 times).
     public var grantOutcomes: [String?] {
         let byRequest = Dictionary(requests.map { ($0.id, $0.outcome?.rawValue) }, uniquingKeysWith: { first, _ in first })
-        return grants.map { grant in
-            if let reason = grant.endReason { return reason }
-            guard let request = grant.revokeRequestID, let outcome = byRequest[request] else { return nil }
-            return outcome
-        }
+        return grants.map { grant in Self.outcome(of: grant) { byRequest[$0] ?? nil } }
+    }
+
+    private static func outcome(of grant: Grant, revocationOutcome: (UUID) -> String?) -> String? {
+        if let reason = grant.endReason { return reason }
+        return grant.revokeRequestID.flatMap(revocationOutcome)
     }
 }
 

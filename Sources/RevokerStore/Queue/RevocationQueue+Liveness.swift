@@ -34,7 +34,7 @@ extension RevocationQueue {
             do {
                 try await self.lock(owner: owner, on: connection)
                 registered()
-                outcome = .success(try await Self.listen(on: connection, logger: self.logger, body))
+                outcome = .success(try await self.listen(on: connection, body))
             } catch {
                 outcome = .failure(StoreDatabase.map(error))
             }

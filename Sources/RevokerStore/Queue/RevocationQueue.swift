@@ -22,6 +22,8 @@ public struct RevocationQueue: Sendable {
     /// How long the server may run one statement of a caller's write (``statementsLimited(to:)``);
     /// nil: the server's own setting.
     public private(set) var statementTimeout: Duration?
+    /// How a connection that listens for wake-ups proves that the server still answers.
+    public var listenHeartbeat = ListenHeartbeat.standard
 
     /// Creates a queue on a running `PostgresClient`.
     public init(client: PostgresClient, sealer: CredentialSealer, logger: Logger) {

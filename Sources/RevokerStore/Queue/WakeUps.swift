@@ -10,31 +10,24 @@ extension RevocationQueue {
         _ body: @Sendable (WakeUps) async throws -> Result
     ) async throws -> Result {
         try await self.client.withConnection { connection in
-            try await Self.listen(on: connection, logger: self.logger, body)
+            try await self.listen(on: connection, body)
         }
     }
 
-    /// How often a listening connection proves that the server still answers: a connection to a
-    /// server that vanished without closing it (a failed-over machine, a dropped route) would
-    /// otherwise wait for notifications forever.
-    static let heartbeatInterval: Duration = .seconds(5)
-    /// How long the proof may take before the connection counts as dead.
-    static let heartbeatTimeout: Duration = .seconds(10)
-
-    /// Listens for wake-ups on `connection` for the duration of `body`, sending a heartbeat every
-    /// ``heartbeatInterval``; a heartbeat unanswered within ``heartbeatTimeout`` closes the
-    /// connection, which ends `body` with an error.
-    static func listen<Result: Sendable>(
+    /// Listens for wake-ups on `connection` for the duration of `body`, sending a heartbeat
+    /// (``listenHeartbeat``); a heartbeat unanswered in time closes the connection, which ends
+    /// `body` with an error.
+    func listen<Result: Sendable>(
         on connection: PostgresConnection,
-        logger: Logger,
         _ body: @Sendable (WakeUps) async throws -> Result
     ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        let (heartbeat, logger) = (listenHeartbeat, logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while true {
-                    try await Task.sleep(for: heartbeatInterval)
+                    try await Task.sleep(for: heartbeat.interval)
                     do {
-                        _ = try await withDeadline(heartbeatTimeout) { try await connection.query("SELECT 1", logger: logger).collect() }
+                        _ = try await withDeadline(heartbeat.timeout) { try await connection.query("SELECT 1", logger: logger).collect() }
                     } catch {
                         if Task.isCancelled { return }
                         logger.warning("A listening database connection stopped answering; closing it")
@@ -44,9 +37,27 @@ extension RevocationQueue {
                 }
             }
             defer { group.cancelAll() }
-            return try await connection.listen(on: wakeUpChannel) { notifications in try await body(WakeUps(base: notifications)) }
+            return try await connection.listen(on: Self.wakeUpChannel) { notifications in try await body(WakeUps(base: notifications)) }
         }
     }
+}
+
+/// How a connection that listens for wake-ups proves that the server still answers: a
+/// connection to a server that vanished without closing it (a failed-over machine, a dropped
+/// route) would otherwise wait for notifications forever.
+public struct ListenHeartbeat: Sendable, Hashable {
+    /// How often it sends `SELECT 1`.
+    public var interval: Duration
+    /// How long the answer may take before the connection counts as dead and is closed.
+    public var timeout: Duration
+
+    public init(interval: Duration, timeout: Duration) {
+        self.interval = interval
+        self.timeout = timeout
+    }
+
+    /// Every 5 s, dead after 10 s without an answer.
+    public static let standard = ListenHeartbeat(interval: .seconds(5), timeout: .seconds(10))
 }
 
 /// Wake-up hints from the database: an element each time new requests were inserted.
