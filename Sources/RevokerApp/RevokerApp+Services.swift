@@ -107,6 +107,13 @@ extension RevokerApp {
             return [.init(service: AfterStartup(check: startup, service: checkpoints), serviceName: "audit-checkpoints")]
         }
 
+        /// Every serving process looks for the writes it acknowledged after the database fails over.
+        func lostWriteWatch() -> [Entry] {
+            guard !parts.isEmpty else { return [] }
+            let watch = LostWriteWatch(queue: queue, actor: "revoker", logger: logger)
+            return [.init(service: AfterStartup(check: startup, service: watch), serviceName: "lost-write-watch")]
+        }
+
         /// One pool to the providers and one cache of each provider's keys for the worker's
         /// identity tokens, the API's notifications and the identity tokens requests carry; the pool
         /// joins `services`.

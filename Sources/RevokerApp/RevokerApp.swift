@@ -104,6 +104,7 @@ public struct RevokerApp: Sendable {
         // checkpoint covers their rows.
         let signer = try assembly.auditSigner()
         services += assembly.auditCheckpoints(signer)
+        services += assembly.lostWriteWatch()
         let (providers, inboxes) = try await assembly.providers(services: &services)
         if parts.contains(.worker) {
             let (worker, workerServices) = assembly.worker(providers: providers, mode: workerMode)

@@ -39,6 +39,7 @@ public struct APIMetrics: Sendable {
             }
         }
         Gauge(label: "revoker_account_deletions_pending", factory: factory).record(statistics.pendingDeletions)
+        Gauge(label: "revoker_writes_lost", factory: factory).record(statistics.writesLost)
         // Final requests in the database by outcome, whichever process finished them (a cron
         // drain too): a count that grows is what the alerts on `exhausted` and `exchange_lost` read.
         for outcome in RevocationOutcome.all {

@@ -132,7 +132,7 @@ public struct RevokerAPI: Sendable {
         )
         self.inboxes = InboxController(
             inboxes: inboxes,
-            messages: ProviderMessages(client: database, logger: logger),
+            messages: ProviderMessages(client: database, logger: logger, acknowledged: queue.acknowledged),
             metrics: metrics,
             store: store
         )

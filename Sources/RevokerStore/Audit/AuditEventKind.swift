@@ -89,6 +89,9 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let grantEnded = Self("grant_ended")
     /// An account's deletion ended (detail: its outcome and how many grants and requests it covered).
     public static let deletionCompleted = Self("deletion_completed")
+    /// A write this process had acknowledged was missing after the database failed over
+    /// (detail: what, its id, when it was acknowledged and the timelines).
+    public static let writeLost = Self("write_lost")
     /// A free-form note (detail says what).
     public static let note = Self("note")
 
@@ -97,7 +100,7 @@ public struct AuditEventKind: RawRepresentable, Sendable, Hashable, Codable, Cus
         .enqueued, .claimed, .tokenExchanged, .tokenValidated, .idTokenVerified, .idTokenMismatch, .revoked,
         .retryScheduled, .rescued, .released, .failed, .succeeded, .cancelled, .credentialErased, .credentialSealed,
         .requeued, .appPaused, .appResumed, .providerError, .exchangeStarted, .note, .providerMessage, .checkpointRefused,
-        .grantRegistered, .grantHeld, .deletionRequested, .deletionGrant, .grantEnded, .deletionCompleted,
+        .grantRegistered, .grantHeld, .deletionRequested, .deletionGrant, .grantEnded, .deletionCompleted, .writeLost,
     ]
     public var description: String { self.rawValue }
 }

@@ -43,7 +43,7 @@ public struct AccountDeletions: Sendable {
         let requestID = UUID()
         let sealed = try credential.map { try sealer.seal($0.credential, requestID: requestID) }
         let scope = clientIDs.map { Array(Set($0)).sorted() }
-        return try await StoreDatabase.run(logger) {
+        let result: DeletionResult = try await StoreDatabase.run(logger) {
             try await queue.transaction(logger: logger) { connection in
                 if let traceParent {
                     // Read by the insert triggers of migration 0021: the deletion and the requests it makes keep it.
@@ -94,6 +94,15 @@ public struct AccountDeletions: Sendable {
                 return created ? .created(deletion) : .existing(deletion)
             }
         }
+        if case .created(let deletion) = result {
+            // Told to each app it covers; one that covered nothing changed nothing.
+            let apps =
+                deletion.clientIDs ?? Array(Set(deletion.grants.map(\Grant.clientID) + deletion.requests.map(\RevocationRequest.clientID))).sorted()
+            for app in apps {
+                queue.acknowledged.record(.init(.deletion, id: deletion.id, clientID: app, reference: deletion.accountReference))
+            }
+        }
+        return result
     }
 
     /// Makes up to `limit` revocation requests for the held grants of live deletions that have

@@ -36,7 +36,7 @@ public struct GrantCustody: Sendable {
         let sealed = try sealer.seal(new.credential, requestID: requestID)
         let userSource = new.userID == nil ? nil : Grant.UserSource.stated
         let events = [AuditEvent(.grantRegistered, detail: new.registeredDetail(grantID: grantID))]
-        return try await StoreDatabase.run(logger) {
+        let registration: GrantRegistration = try await StoreDatabase.run(logger) {
             try await queue.transaction(logger: logger) { connection in
                 let inserted = try await connection.query(
                     """
@@ -84,6 +84,10 @@ public struct GrantCustody: Sendable {
                 return .created(try Self.decodeGrant(row))
             }
         }
+        if case .created(let grant) = registration {
+            queue.acknowledged.record(.init(.grant, id: grant.id, clientID: grant.clientID, reference: grant.accountReference))
+        }
+        return registration
     }
 
     /// Ends a hold request by taking its grant into custody: `refreshToken` sealed in the grant,

@@ -120,5 +120,10 @@ public struct Migration: Sendable, Hashable {
             name: "0026_provider_messages",
             sql: String(decoding: PackageResources._026_provider_messages_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 27,
+            name: "0027_lost_writes",
+            sql: String(decoding: PackageResources._027_lost_writes_sql, as: UTF8.self)
+        ),
     ]
 }

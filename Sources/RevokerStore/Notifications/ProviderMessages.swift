@@ -13,10 +13,13 @@ import RevokerProvider
 public struct ProviderMessages: Sendable {
     let client: PostgresClient
     let logger: Logger
+    /// Where a stored message is kept among the writes this process acknowledged.
+    let acknowledged: AcknowledgedWrites?
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, logger: Logger, acknowledged: AcknowledgedWrites? = nil) {
         self.client = client
         self.logger = logger
+        self.acknowledged = acknowledged
     }
 
     /// Stores `message` from `source` unless that provider's message of that id is there already.
@@ -36,7 +39,7 @@ public struct ProviderMessages: Sendable {
             ON CONFLICT (provider, message_id) DO NOTHING
             RETURNING client_id, type, user_id
             """
-        return try await receive(
+        let receipt = try await receive(
             insert,
             provider: source.provider.rawValue,
             endsGrants: message.endsGrants,
@@ -45,6 +48,10 @@ public struct ProviderMessages: Sendable {
             actor: source.actor,
             logger: logger ?? self.logger
         )
+        if case .accepted = receipt {
+            acknowledged?.record(.init(.message, id: message.id, clientID: message.clientID, provider: source.provider.rawValue))
+        }
+        return receipt
     }
 
     /// How many messages `provider` sent that are kept (for status and tests).

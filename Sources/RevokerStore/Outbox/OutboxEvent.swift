@@ -47,7 +47,7 @@ public struct OutboxEvent: Sendable, Equatable {
     public static let types = [
         "revocation.succeeded", "revocation.failed", "revocation.cancelled",
         "audit.checkpoint", "audit.checkpoint_refused", "grant.held", "grant.failed",
-        "account.deletion_requested", "account.deletion_completed",
+        "account.deletion_requested", "account.deletion_completed", "database.write_lost",
     ]
 
     /// The event as one JSON object, the same for `GET /v1/events`, `revoker events` and webhook

@@ -12,10 +12,13 @@ protocol FencedChange: Encodable, Sendable {
     /// More data-modifying CTEs of the same statement (`name AS (…)`, comma-led), over `changed`
     /// (the requests changed, with their `grant_id`) and `input`; empty for most changes.
     static var alsoChanges: String { get }
+    /// Whether the change ends the request (kept among the writes acknowledged).
+    static var ends: Bool { get }
 }
 
 extension FencedChange {
     static var alsoChanges: String { "" }
+    static var ends: Bool { false }
 }
 
 /// One request's fenced change: the lease that must still be current, the events to write
@@ -55,6 +58,7 @@ struct FencedRow<Change: FencedChange>: Encodable, Sendable {
 enum Fenced {
     /// A final state: outcome, last error, and the credential erased unless `keep`.
     struct Finish: FencedChange {
+        static let ends = true
         enum CodingKeys: String, CodingKey {
             case state, outcome, keep
             case errorCode = "error_code"
@@ -135,6 +139,7 @@ enum Fenced {
     /// `held` (its code erased) and, in the same statement, the grant holds the sealed refresh
     /// token, bound to the verified user when the identity token named one.
     struct Hold: FencedChange {
+        static let ends = true
         enum CodingKeys: String, CodingKey {
             case sealed
             case keyID = "key_id"

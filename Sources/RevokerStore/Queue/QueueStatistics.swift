@@ -16,6 +16,8 @@ public struct QueueStatistics: Sendable, Hashable {
     public var grants: [GrantCount: Int] = [:]
     /// Account deletions still pending.
     public var pendingDeletions = 0
+    /// Writes acknowledged before a failover and missing after it (`write_lost` rows), last 24 hours.
+    public var writesLost = 0
 
     /// A (provider, grant state) pair.
     public struct GrantCount: Sendable, Hashable {

@@ -53,6 +53,7 @@ extension RevocationQueue {
             }
             if let result {
                 if case .created(let request) = result {
+                    acknowledged.record(.init(.request, id: request.id, clientID: request.clientID, reference: request.externalReference))
                     logger.debug("Enqueued revocation request", metadata: ["revoker.request.id": "\(request.id)"])
                 }
                 return result

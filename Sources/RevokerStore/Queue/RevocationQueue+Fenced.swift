@@ -44,11 +44,12 @@ extension RevocationQueue {
                 )\(unescaped: erase)\(unescaped: Change.alsoChanges), audit AS (
                     \(unescaped: AuditWriter.insert(from: "changed"))
                 )
-                SELECT id FROM changed
+                SELECT id, client_id FROM changed
                 """
             var ids: Set<UUID> = []
-            for try await id in try await self.client.query(query, logger: self.logger).decode(UUID.self) {
+            for try await (id, clientID) in try await self.client.query(query, logger: self.logger).decode((UUID, String).self) {
                 ids.insert(id)
+                if Change.ends { acknowledged.record(.init(.end, id: id, clientID: clientID)) }
             }
             return ids
         }

@@ -7,7 +7,7 @@ extension RevocationQueue {
     public func cancel(id: UUID, actor: String, logger: Logger? = nil) async throws -> CancelResult {
         let logger = logger ?? self.logger
         try Self.validateActor(actor)
-        return try await StoreDatabase.run(logger) {
+        let result: CancelResult = try await StoreDatabase.run(logger) {
             try await self.client.withTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
                     """
@@ -41,6 +41,8 @@ extension RevocationQueue {
                 return .cancelled(request)
             }
         }
+        if case .cancelled(let request) = result { acknowledged.record(.init(.end, id: request.id, clientID: request.clientID)) }
+        return result
     }
 
     /// Requeues requests of `clientID` that failed with ``RevocationOutcome/clientMisconfigured``

@@ -48,11 +48,14 @@ extension RevocationQueue {
                 """
                 SELECT (SELECT count(*)::int FROM revoker.app_pauses
                         WHERE \(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])),
-                       (SELECT count(*)::int FROM revoker.credential_intake)
+                       (SELECT count(*)::int FROM revoker.credential_intake),
+                       (SELECT count(*)::int FROM revoker.audit_events
+                        WHERE event = 'write_lost' AND occurred_at > now() - interval '1 day'
+                          AND (\(clientIDs)::text[] IS NULL OR client_id = ANY(\(clientIDs)::text[])))
                 """,
                 logger: logger
             ).collect()
-            let (paused, intake) = try counts.first?.decode((Int, Int).self) ?? (0, 0)
+            let (paused, intake, lost) = try counts.first?.decode((Int, Int, Int).self) ?? (0, 0, 0)
             var statistics = QueueStatistics(
                 byState: byState,
                 byOutcome: byOutcome,
@@ -60,6 +63,7 @@ extension RevocationQueue {
                 pausedApps: paused,
                 unsealedIntake: intake
             )
+            statistics.writesLost = lost
             for row in try await self.client.query(
                 """
                 SELECT provider, state, sum(n)::int FROM revoker.grant_counts

@@ -19,6 +19,8 @@ public struct RevocationQueue: Sendable {
     let finishes = GroupCommit<FencedRow<Fenced.Finish>>()
     let replacements = GroupCommit<FencedRow<Fenced.Replace>>()
     let records = GroupCommit<FencedRow<Fenced.Record>>()
+    /// What this process acknowledged lately, checked after the database fails over (copies share it).
+    public let acknowledged = AcknowledgedWrites()
     /// How long the server may run one statement of a caller's write (``statementsLimited(to:)``);
     /// nil: the server's own setting.
     public private(set) var statementTimeout: Duration?

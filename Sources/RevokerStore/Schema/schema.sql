@@ -1,4 +1,4 @@
--- The revoker schema at migration 0026_provider_messages.sql, as pg_dump prints it.
+-- The revoker schema at migration 0027_lost_writes.sql, as pg_dump prints it.
 -- Written by scripts/schema; do not edit: write a migration, then run scripts/schema.
 -- Left out: owners and privileges (deploy/postgres/roles.sql grants them) and the audit
 -- trail's monthly partitions audit_events_YYYY_MM (revoker.audit_add_partition makes them).
@@ -261,7 +261,7 @@ CREATE TABLE revoker.audit_events (
     CONSTRAINT audit_events_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT audit_events_client_id_check CHECK ((char_length(client_id) <= 255)),
     CONSTRAINT audit_events_detail_check CHECK ((char_length(detail) <= 500)),
-    CONSTRAINT audit_events_event_check CHECK ((event = ANY (ARRAY['enqueued'::text, 'claimed'::text, 'token_exchanged'::text, 'token_validated'::text, 'id_token_verified'::text, 'id_token_mismatch'::text, 'revoked'::text, 'retry_scheduled'::text, 'rescued'::text, 'released'::text, 'failed'::text, 'succeeded'::text, 'cancelled'::text, 'credential_erased'::text, 'credential_sealed'::text, 'requeued'::text, 'app_paused'::text, 'app_resumed'::text, 'apple_error'::text, 'note'::text, 'apple_notification'::text, 'exchange_started'::text, 'google_security_event'::text, 'checkpoint_refused'::text, 'grant_registered'::text, 'grant_held'::text, 'deletion_requested'::text, 'deletion_grant'::text, 'deletion_completed'::text, 'grant_ended'::text, 'provider_message'::text]))),
+    CONSTRAINT audit_events_event_check CHECK ((event = ANY (ARRAY['enqueued'::text, 'claimed'::text, 'token_exchanged'::text, 'token_validated'::text, 'id_token_verified'::text, 'id_token_mismatch'::text, 'revoked'::text, 'retry_scheduled'::text, 'rescued'::text, 'released'::text, 'failed'::text, 'succeeded'::text, 'cancelled'::text, 'credential_erased'::text, 'credential_sealed'::text, 'requeued'::text, 'app_paused'::text, 'app_resumed'::text, 'apple_error'::text, 'note'::text, 'apple_notification'::text, 'exchange_started'::text, 'google_security_event'::text, 'checkpoint_refused'::text, 'grant_registered'::text, 'grant_held'::text, 'deletion_requested'::text, 'deletion_grant'::text, 'deletion_completed'::text, 'grant_ended'::text, 'provider_message'::text, 'write_lost'::text]))),
     CONSTRAINT audit_events_external_reference_check CHECK ((char_length(external_reference) <= 255)),
     CONSTRAINT audit_events_http_status_check CHECK (((http_status >= 100) AND (http_status <= 599))),
     CONSTRAINT audit_events_latency_ms_check CHECK ((latency_ms >= 0))
@@ -1768,7 +1768,7 @@ CREATE TABLE revoker.outbox_events (
     CONSTRAINT outbox_events_notification_id_check CHECK ((char_length(notification_id) <= 255)),
     CONSTRAINT outbox_events_outcome_check CHECK ((char_length(outcome) <= 100)),
     CONSTRAINT outbox_events_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
-    CONSTRAINT outbox_events_type_check CHECK (((type = ANY (ARRAY['revocation.succeeded'::text, 'revocation.failed'::text, 'revocation.cancelled'::text, 'audit.checkpoint'::text, 'audit.checkpoint_refused'::text, 'grant.held'::text, 'grant.failed'::text, 'account.deletion_requested'::text, 'account.deletion_completed'::text])) OR ((type ~ '^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,63}$'::text) AND starts_with(type, (provider || '.'::text)))))
+    CONSTRAINT outbox_events_type_check CHECK (((type = ANY (ARRAY['revocation.succeeded'::text, 'revocation.failed'::text, 'revocation.cancelled'::text, 'audit.checkpoint'::text, 'audit.checkpoint_refused'::text, 'grant.held'::text, 'grant.failed'::text, 'account.deletion_requested'::text, 'account.deletion_completed'::text, 'database.write_lost'::text])) OR ((type ~ '^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,63}$'::text) AND starts_with(type, (provider || '.'::text)))))
 );
 
 --
@@ -2293,6 +2293,12 @@ CREATE INDEX audit_events_reference ON ONLY revoker.audit_events USING btree (ex
 --
 
 CREATE INDEX audit_events_occurred ON ONLY revoker.audit_events USING btree (occurred_at, id);
+
+--
+-- Name: audit_events_write_lost; Type: INDEX; Schema: revoker; Owner: -
+--
+
+CREATE INDEX audit_events_write_lost ON ONLY revoker.audit_events USING btree (occurred_at) WHERE (event = 'write_lost'::text);
 
 --
 -- Name: audit_events_request; Type: INDEX; Schema: revoker; Owner: -

@@ -182,6 +182,7 @@ struct StatusCommand: AsyncParsableCommand {
               "unsealed_intake": \(statistics.unsealedIntake),
               "grants": {\(grants.joined(separator: ", "))},
               "pending_deletions": \(statistics.pendingDeletions),
+              "writes_lost_last_day": \(statistics.writesLost),
               \(webhooks.json),
               "live_workers": \(liveWorkers.map(String.init) ?? "null"),
               "call_rates": \(rates.json),
@@ -211,6 +212,9 @@ struct StatusCommand: AsyncParsableCommand {
         text += "Oldest due request: " + (age > 0 ? "waiting \(describe(age))" : "none waiting") + "\n"
         if let liveWorkers { text += "Live workers: \(liveWorkers)\n" }
         text += "Unsealed SQL intake: \(statistics.unsealedIntake)\n"
+        if statistics.writesLost > 0 {
+            text += "WRITES LOST in a failover, last 24 hours: \(statistics.writesLost) (revoker audit --event write_lost; docs/runbook.md)\n"
+        }
         let custody = grantCounts(statistics)
         if custody.isEmpty {
             text += "Grants in custody: none\n"
