@@ -21,6 +21,7 @@ public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStri
             case database
             case unexpectedData
             case livenessUnavailable
+            case livenessLost
             case historyRewritten
         }
 
@@ -56,6 +57,9 @@ public struct RevokerStoreError: Error, CustomStringConvertible, CustomDebugStri
         public static let unexpectedData = Self(.unexpectedData)
         /// The database refused a worker's liveness lock or registration (a role without migration 0011's grants).
         public static let livenessUnavailable = Self(.livenessUnavailable)
+        /// A worker's liveness lock is not held where its claim ran (its session died unnoticed,
+        /// or a rescuer suspects it): it must take the lock again before it claims.
+        public static let livenessLost = Self(.livenessLost)
         /// The audit trail no longer extends the checkpoints signed before: a signer refuses to sign it.
         public static let historyRewritten = Self(.historyRewritten)
 

@@ -4,6 +4,7 @@ import PostgresNIO
 import RevokerLocalStack
 import RevokerStore
 import RevokerTesting
+import Synchronization
 import Testing
 
 /// A dead worker's requests come back when its liveness lock has stayed free, not when its
@@ -107,6 +108,75 @@ struct WorkerLivenessTests {
                 #expect(try await queue.rescue(confirmation: .seconds(1)) == RescueResult(rescued: 0, awaitingConfirmation: 0))
                 #expect(try await queue.finish(claimed.lease, state: .succeeded, outcome: .revoked))
             }
+        }
+    }
+
+    @Test func aClaimWhileLiveTakesWorkOnlyWhileTheLockIsHeldWhereItRuns() async throws {
+        try await Fixtures.withQueue { db, queue in
+            try await Self.enqueue(2, prefix: "live", queue: queue)
+            // Its session gone unnoticed (the server has no lock of it): it claims nothing, and says why.
+            await #expect(throws: RevokerStoreError.self) {
+                try await queue.claim(batch: 2, lease: .seconds(60), owner: "w-ghost", whileLive: true)
+            }
+            #expect(try await queue.statistics().byState[.pending] == 2, "nothing was claimed")
+            let claimed = try await Self.withSession(queue, db, owner: "w-live") { () async throws in
+                try await queue.claim(batch: 1, lease: .seconds(60), owner: "w-live", whileLive: true)
+            }
+            #expect(claimed.count == 1, "its lock held: it claims")
+            // Suspected by a rescuer, its lock free: nothing more, until it takes its lock back.
+            #expect(try await queue.rescue(confirmation: .seconds(60)).awaitingConfirmation == 1)
+            do {
+                _ = try await queue.claim(batch: 1, lease: .seconds(60), owner: "w-live", whileLive: true)
+                Issue.record("a suspected worker claimed")
+            } catch let error as RevokerStoreError {
+                #expect(error.code == .livenessLost)
+            }
+            try await Self.withSession(queue, db, owner: "w-live") { () async throws in
+                #expect(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w-live", whileLive: true).count == 1)
+                #expect(try await queue.claim(batch: 1, lease: .seconds(60), owner: "w-live", whileLive: true).isEmpty, "none left: no error")
+            }
+        }
+    }
+
+    @Test func aSessionNeverWaitsForItsLockAndCanBeEndedFromOutside() async throws {
+        try await Fixtures.withQueue { db, queue in
+            let ended = try await Self.withSession(queue, db, owner: "w-twice") { () async throws -> Bool in
+                // A second session of the same owner (the first one's server side not yet gone)
+                // is refused at once, for the next try, instead of waiting behind the lock.
+                let started = ContinuousClock.now
+                await #expect(throws: RevokerStoreError.self) {
+                    try await queue.withWorkerSession(owner: "w-twice", registered: { Issue.record("registered twice") }) { _ in }
+                }
+                #expect(ContinuousClock.now - started < .seconds(5))
+                return true
+            }
+            #expect(ended)
+
+            let session = Opened()
+            let outcome = try await withThrowingTaskGroup(of: Bool.self) { group in
+                let (registered, signal) = AsyncStream.makeStream(of: Void.self)
+                group.addTask {
+                    do {
+                        try await queue.withWorkerSession(
+                            owner: "w-end",
+                            opened: { new in session.value.withLock { $0 = new } },
+                            registered: { signal.yield() }
+                        ) {
+                            wakeUps in for try await _ in wakeUps {}
+                        }
+                        return false
+                    } catch {
+                        return true
+                    }
+                }
+                var iterator = registered.makeAsyncIterator()
+                _ = await iterator.next()
+                #expect(try await Self.lockHeld(db, owner: "w-end"))
+                session.value.withLock { $0 }?.end()
+                return try await group.next() ?? false
+            }
+            #expect(outcome, "ended from outside, the session ends with an error")
+            try await eventually("the ended session's lock released", every: .milliseconds(20)) { try await !Self.lockHeld(db, owner: "w-end") }
         }
     }
 
@@ -254,4 +324,9 @@ struct WorkerLivenessTests {
             }
         }
     }
+}
+
+/// The session a test opened, to end it from outside.
+final class Opened: Sendable {
+    let value = Mutex<WorkerSession?>(nil)
 }

@@ -12,7 +12,20 @@ extension RevocationQueue {
     /// A request whose credential cannot be opened (unknown key id, tampered) is not returned:
     /// it goes back to pending an hour later with error `credential_unreadable`, so one bad row
     /// cannot block the queue.
-    public func claim(batch: Int, lease: Duration, owner: String, logger: Logger? = nil) async throws -> [ClaimedRevocation] {
+    ///
+    /// With `whileLive`, it claims only while `owner`'s liveness lock is held on the server the
+    /// claim reaches, and throws ``RevokerStoreError/Code-swift.struct/livenessLost`` otherwise:
+    /// a worker whose own session died unnoticed (a failover) must not take work that rescuers
+    /// would soon take from it.
+    public func claim(
+        batch: Int,
+        lease: Duration,
+        owner: String,
+        whileLive: Bool = false,
+        logger: Logger? = nil
+    ) async throws
+        -> [ClaimedRevocation]
+    {
         let logger = logger ?? self.logger
         guard (1...10_000).contains(batch) else {
             throw RevokerStoreError(.invalidArgument, "batch must be between 1 and 10000")
@@ -30,10 +43,17 @@ extension RevocationQueue {
                     -- Paused apps are excluded through an InitPlan array, not NOT EXISTS: the anti-join's
                     -- row estimate (app_pauses is tiny and rarely analyzed) made the planner sort all due
                     -- rows; this form keeps the ordered scan of revocation_requests_claim (docs/store.md).
-                    WITH candidates AS (
+                    WITH liveness AS (
+                        -- Registered and not suspected, and its lock held by a session: taking the lock
+                        -- in shared mode fails only while one holds it (a free lock taken so lasts until commit).
+                        SELECT EXISTS (SELECT 1 FROM revoker.workers w WHERE w.owner = \(owner) AND w.lock_lost_at IS NULL)
+                               AND NOT pg_try_advisory_xact_lock_shared(\(Self.workerLockNamespace), revoker.worker_lock(\(owner))) AS live
+                        WHERE \(whileLive)
+                    ), candidates AS (
                         SELECT c.id FROM revoker.revocation_requests c
                         WHERE c.state = 'pending' AND c.run_after <= now()
                           AND c.client_id <> ALL (ARRAY(SELECT p.client_id FROM revoker.app_pauses p))
+                          AND (NOT \(whileLive) OR (SELECT live FROM liveness))
                         ORDER BY (c.credential_kind <> 'authorization_code'), c.run_after, c.id
                         LIMIT \(batch)
                         FOR UPDATE SKIP LOCKED
@@ -76,6 +96,9 @@ extension RevocationQueue {
                     """,
                     logger: logger
                 ).collect()
+                if rows.isEmpty, whileLive, try await !Self.livenessHeld(owner: owner, on: connection, logger: logger) {
+                    throw RevokerStoreError(.livenessLost, "this worker's liveness lock is not held; it takes it again before it claims")
+                }
 
                 var result: [ClaimedRevocation] = []
                 for row in rows {
@@ -153,5 +176,17 @@ extension RevocationQueue {
                 return result
             }
         }
+    }
+
+    /// Whether `owner` is registered, not suspected, and its liveness lock held by a session
+    /// (the claim's own condition, asked once it claimed nothing).
+    static func livenessHeld(owner: String, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        try await connection.query(
+            """
+            SELECT EXISTS (SELECT 1 FROM revoker.workers w WHERE w.owner = \(owner) AND w.lock_lost_at IS NULL)
+                   AND NOT pg_try_advisory_xact_lock_shared(\(Self.workerLockNamespace), revoker.worker_lock(\(owner)))
+            """,
+            logger: logger
+        ).collect().first?.decode(Bool.self) ?? false
     }
 }

@@ -23,16 +23,23 @@ extension RevocationQueue {
     /// Throws ``RevokerStoreError/Code-swift.struct/livenessUnavailable`` when the database
     /// refuses the lock or the registration for good (a role without the 0011 grants); any
     /// other failure (a read-only server, a server going away) is thrown as it is, to be tried again.
+    ///
+    /// `opened` receives a way to end the session from outside: a worker that finds its lock gone
+    /// where it claims ends a session the server no longer has, instead of waiting for its heartbeat.
     public func withWorkerSession<Result: Sendable>(
         owner: String,
+        opened: @Sendable (WorkerSession) -> Void = { _ in },
         registered: @Sendable () -> Void,
         _ body: @Sendable (WakeUps) async throws -> Result
     ) async throws -> Result {
         try Self.validateActor(owner)
         return try await self.client.withConnection { connection in
             let outcome: Swift.Result<Result, any Error>
+            opened(WorkerSession(connection: connection))
             do {
-                try await self.lock(owner: owner, on: connection)
+                // Bounded: a connection that stopped answering must not hold the worker here,
+                // where no heartbeat runs yet. Closing it below ends what was left waiting.
+                try await withDeadline(Self.lockDeadline) { try await self.lock(owner: owner, on: connection) }
                 registered()
                 outcome = .success(try await self.listen(on: connection, body))
             } catch {
@@ -44,13 +51,20 @@ extension RevocationQueue {
         }
     }
 
-    /// Takes `owner`'s lock on `connection`, then registers the owner.
+    /// How long taking the lock and registering may take.
+    static let lockDeadline: Duration = .seconds(10)
+
+    /// Takes `owner`'s lock on `connection`, then registers the owner. Never waits for the lock:
+    /// a rescuer holds it for a moment while it looks, and a session of this worker's that the
+    /// server has not yet noticed gone may still hold it; the next try comes a second later.
     private func lock(owner: String, on connection: PostgresConnection) async throws {
         do {
-            try await connection.run(
-                "SELECT pg_advisory_lock(\(Self.workerLockNamespace), revoker.worker_lock(\(owner)))",
-                logger: self.logger
-            )
+            let taken =
+                try await connection.query(
+                    "SELECT pg_try_advisory_lock(\(Self.workerLockNamespace), revoker.worker_lock(\(owner)))",
+                    logger: self.logger
+                ).collect().first?.decode(Bool.self) ?? false
+            guard taken else { throw RevokerStoreError(.database, "another session holds the worker's liveness lock") }
             try await connection.run(
                 """
                 INSERT INTO revoker.workers (owner) VALUES (\(owner))
@@ -155,5 +169,16 @@ extension RevocationQueue {
         try await StoreDatabase.run(logger) {
             _ = try await self.client.query("DELETE FROM revoker.workers WHERE owner = \(owner)", logger: logger).collect()
         }
+    }
+}
+
+/// A worker's own session, which the worker may end (``RevocationQueue/withWorkerSession(owner:opened:registered:_:)``).
+public struct WorkerSession: Sendable {
+    let connection: PostgresConnection
+
+    /// Closes the session's connection: the session ends with an error and its lock with it.
+    public func end() {
+        let closed: EventLoopFuture<Void> = connection.close()
+        _ = closed
     }
 }

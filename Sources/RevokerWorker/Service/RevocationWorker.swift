@@ -141,8 +141,11 @@ public struct RevocationWorker: Service {
             if free > 0 {
                 do {
                     let (batch, lease, owner, queue) = (min(free, settings.batchSize), settings.lease, owner, queue)
+                    let whileLive = state.claimsWhileLive
                     let started = DefaultTracerClock.now
-                    claimed = try await withDeadline(settings.databaseTimeout) { try await queue.claim(batch: batch, lease: lease, owner: owner) }
+                    claimed = try await withDeadline(settings.databaseTimeout) {
+                        try await queue.claim(batch: batch, lease: lease, owner: owner, whileLive: whileLive)
+                    }
                     if !claimed.isEmpty {
                         claim = withSpan("claim batch", at: started, ofKind: .internal) { span in
                             span.attributes["revoker.claim.limit"] = batch
@@ -152,6 +155,10 @@ public struct RevocationWorker: Service {
                     }
                     if failures > 0 { logger.notice("Database reachable again") }
                     failures = 0
+                } catch let error as RevokerStoreError where error.code == .livenessLost {
+                    logger.warning("The worker's liveness lock is gone where it claims; taking it again before claiming more")
+                    state.lostLiveness()
+                    continue
                 } catch {
                     // The claim may have committed with its answer lost.
                     state.markLostTrack()
@@ -274,6 +281,9 @@ public struct RevocationWorker: Service {
     /// been granted what it lacked).
     static let livenessRetryAfterRefusal: Duration = .seconds(60)
 
+    /// How long the session waits for the rate limits' share before it hears wake-ups.
+    static let sessionStepTimeout: Duration = .seconds(5)
+
     /// Holds the worker's liveness lock on a connection of its own, which also wakes the claim
     /// loop on NOTIFY; takes it again after the database went away (a failover: the new primary
     /// holds no lock of the old one's sessions). Should the database refuse the lock for good,
@@ -281,14 +291,25 @@ public struct RevocationWorker: Service {
     /// again every ``livenessRetryAfterRefusal``.
     private func holdSession(_ signal: AsyncStream<Void>.Continuation) async {
         let (queue, owner, state) = (queue, owner, state)
+        let sealing = SingleFlight()
+        let (timeout, logger) = (settings.databaseTimeout, logger)
+        // The session's body only hears: database work of its own here (on the pool, whose
+        // connections may hang in a failover) would keep the session from ending with its
+        // connection, and the worker would think it held a lock the server no longer has.
         let hear: @Sendable (WakeUps) async throws -> Void = { wakeUps in
             // Registered: learn how many workers share the rate limits before the first claim.
-            await self.shareRateLimits()
+            await self.shareRateLimits(within: Self.sessionStepTimeout)
             signal.yield()
             for try await _ in wakeUps {
                 // Claim first (the claim seals what it takes): sealing the rest must not delay pickup.
                 signal.yield()
-                if (try? await queue.sealIntake()) ?? 0 > 0 { signal.yield() }
+                sealing.run {
+                    do {
+                        if try await withDeadline(timeout, { try await queue.sealIntake() }) > 0 { signal.yield() }
+                    } catch {
+                        logger.debug("Cannot seal the SQL intake yet", metadata: ["revoker.error": .string(SafeText.describing(error))])
+                    }
+                }
             }
         }
         var refused = false
@@ -306,7 +327,7 @@ public struct RevocationWorker: Service {
                     refused = false
                     continue
                 }
-                try await queue.withWorkerSession(owner: owner, registered: { state.setLiveness(.held) }, hear)
+                try await queue.withWorkerSession(owner: owner, opened: { state.opened($0) }, registered: { state.setLiveness(.held) }, hear)
             } catch let error as RevokerStoreError where error.code == .livenessUnavailable {
                 if !refused, state.setLiveness(.unavailable) != .unavailable {
                     logger.warning(
@@ -337,11 +358,11 @@ public struct RevocationWorker: Service {
 
     /// Publishes the calls per second this worker made to each app (for `revoker status`) and
     /// shares the rate limits among the live workers.
-    private func shareRateLimits() async {
+    private func shareRateLimits(within timeout: Duration? = nil) async {
         let (queue, owner, observed) = (queue, owner, rateLimits.observed())
         metrics.rates(configured: rateLimits.configured, observed: observed)
         do {
-            let live = try await withDeadline(settings.databaseTimeout) { try await queue.reportCallRates(owner: owner, rates: observed) }
+            let live = try await withDeadline(timeout ?? settings.databaseTimeout) { try await queue.reportCallRates(owner: owner, rates: observed) }
             rateLimits.share(among: live)
         } catch {
             logger.debug("Cannot publish call rates", metadata: ["revoker.error": .string(SafeText.describing(error))])
@@ -392,5 +413,37 @@ public struct RevocationWorker: Service {
             }
         }
         return resumed
+    }
+}
+
+/// Runs one piece of work at a time; a call while one runs asks for one more run after it
+/// (what it would have done is then done by that run).
+final class SingleFlight: Sendable {
+    private let state = Mutex((running: false, again: false))
+
+    func run(_ work: @escaping @Sendable () async -> Void) {
+        let start = state.withLock { state in
+            if state.running {
+                state.again = true
+                return false
+            }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        Task {
+            while true {
+                await work()
+                let more = state.withLock { state in
+                    if state.again {
+                        state.again = false
+                        return true
+                    }
+                    state.running = false
+                    return false
+                }
+                if !more { return }
+            }
+        }
     }
 }

@@ -55,6 +55,21 @@ final class WorkerState: Sendable {
     /// since a rescuer could take this worker for dead and run the same request.
     var mayClaim: Bool { liveness.withLock { $0 == .held || $0 == .unavailable } }
 
+    /// Whether claims must find the liveness lock held where they run (not when the database refuses it).
+    var claimsWhileLive: Bool { liveness.withLock { $0 == .held } }
+
+    /// The worker's current session, which a claim that finds the lock gone ends.
+    private let session = Mutex<WorkerSession?>(nil)
+
+    func opened(_ new: WorkerSession) { session.withLock { $0 = new } }
+
+    /// The lock is gone where the worker claims: its session died unnoticed. Ends that session
+    /// (the worker takes the lock again) and hands back what is in flight meanwhile.
+    func lostLiveness() {
+        guard setLiveness(.lost) == .held else { return }
+        session.withLock { $0 }?.end()
+    }
+
     /// In-flight requests should be handed back before their next step: the liveness lock is lost.
     var livenessLost: Bool { liveness.withLock { $0 == .lost } }
 
