@@ -25,6 +25,7 @@ import os
 import queue
 import random
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -470,7 +471,24 @@ def wait_healthy(sync, timeout=240):
 
 # ---- a phase -------------------------------------------------------------------------------------------
 
-def run_phase(phase, kill, n, duration, key, sync):
+def walreceiver_pids():
+    """The stack's WAL receivers (the standby's): children of a postmaster whose data lives in FO_STACK."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if "walreceiver" not in (entry / "cmdline").read_text(errors="replace"):
+                continue
+            parent = next(l.split()[1] for l in (entry / "status").read_text().splitlines() if l.startswith("PPid:"))
+            if STACK and STACK in Path(f"/proc/{parent}/cmdline").read_text(errors="replace"):
+                pids.append(int(entry.name))
+        except (OSError, StopIteration):
+            continue
+    return pids
+
+
+def run_phase(phase, kill, n, duration, key, sync, lag=0.0):
     say(f"phase {phase}: kill-{kill}, {n} operations over ~{duration:.0f} s, the kill at 30 %")
     ops = build_ops(phase, n)
     by_index = {op.index: op for op in ops}
@@ -503,6 +521,14 @@ def run_phase(phase, kill, n, duration, key, sync):
     def killer():
         while dispatched[0] < kill_at:
             time.sleep(0.05)
+        held = []
+        if lag > 0:
+            # The standby stops receiving while the leader goes on committing (asynchronously).
+            held = walreceiver_pids()
+            for pid in held:
+                os.kill(pid, signal.SIGSTOP)
+            kill_info["lag_held"] = len(held)
+            time.sleep(lag)
         before = time.time()
         code, out, err = ha("kill-postgres" if kill == "postgres" else "kill-member")
         # The SIGKILL is the command's last act (it first asks Patroni who leads): its return is the kill.
@@ -510,6 +536,11 @@ def run_phase(phase, kill, n, duration, key, sync):
         kill_info["command_s"] = round(kill_info["at"] - before, 2)
         kill_info["victim"] = out.split()[0] if out else None
         kill_info["kill_output"] = (out, err[-300:], code)
+        for pid in held:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
         say(f"phase {phase}: {('kill-' + kill)} of {kill_info['victim']} at +{kill_info['at'] - start:.1f} s")
         args = ["wait-primary", "--timeout", "180"] + (["--not", kill_info["victim"]] if kill == "member" and kill_info["victim"] else [])
         code, out, err = ha(*args, timeout=200)
@@ -749,11 +780,18 @@ def assess(phase, kill, ops, figures, T, W, start, load_end, kill_info, monitor,
                                                         + (" (its exchange in flight at the kill)" if allowed else ""))
         elif op.kind == "delete":
             deletion = deletions.get(op.ack_id)
+            target = ops[op.fields["target"]]
+            # Every grant of the account lost its exchange in flight at the kill: nothing was held to revoke.
+            exchanges_lost = bool(target.ack_ids) and all(
+                grants.get(gid, {}).get("state") == "failed" and grants[gid].get("end_reason") == "exchange_lost"
+                and grants[gid].get("hold") in in_flight for gid in target.ack_ids)
             if deletion is None:
                 missing.append(f"deletion {op.ack_id} ({op.fields['account']}, acknowledged {op.ack_status})")
             elif deletion["state"] != "completed" or deletion["outcome"] not in (
-                    ("revoked", "nothing_held") if ops[op.fields["target"]].answered_failed else ("revoked",)):
+                    ("revoked", "nothing_held") if target.answered_failed or exchanges_lost else ("revoked",)):
                 wrong.append(f"deletion {op.ack_id} ({op.fields['account']}) is {deletion['state']}/{deletion['outcome']}")
+            elif deletion["outcome"] == "nothing_held" and exchanges_lost:
+                named.append(f"deletion {op.ack_id} ({op.fields['account']}) ended nothing_held: its grants' exchanges were in flight at the kill")
         elif op.kind == "notify":
             if op.ack_id not in messages:
                 missing.append(f"notification {op.ack_id} (about {ops[op.fields['target']].fields['account']}, answered {op.ack_status})")
@@ -1022,6 +1060,7 @@ def main():
     parser.add_argument("--requests", type=int)
     parser.add_argument("--small", action="store_true")
     parser.add_argument("--async", dest="asynchronous", action="store_true")
+    parser.add_argument("--lag", type=float, default=0.0)
     parser.add_argument("--json")
     args = parser.parse_args()
     n = args.requests or (300 if args.small else 3000)
@@ -1042,7 +1081,7 @@ def main():
             if not check(f"phase {phase}: the cluster is healthy before the kill ({'a synchronous standby' if sync else 'a replica'} streams)",
                          wait_healthy(sync), ha("status")[1][-600:]):
                 break
-            figures = run_phase(phase, kill, n, duration, key, sync)
+            figures = run_phase(phase, kill, n, duration, key, sync, args.lag)
             phases.append(figures)
             if kill == "member" and figures.get("victim"):
                 # The killed member comes back as a standby, for the next phase and a clean stop.

@@ -24,7 +24,7 @@ final class GroupCommit<Item: Sendable>: Sendable {
 
     /// `timeout` bounds one statement: a statement that never answers (seen after a database
     /// restart) must not hold its place in `maxRunning` for ever, or every later call waits.
-    init(maxBatch: Int = 256, maxRunning: Int = 2, timeout: Duration = .seconds(30)) {
+    init(maxBatch: Int = 256, maxRunning: Int = 2, timeout: Duration = .seconds(5)) {
         self.maxBatch = maxBatch
         self.maxRunning = maxRunning
         self.timeout = timeout

@@ -190,11 +190,19 @@ extension RevocationPipeline {
     /// Seals the refresh token this attempt's exchange brought to life as the request's credential,
     /// with the events so far, so that no retry re-sends the spent code. Nil once kept; when the
     /// lease was lost meanwhile, the other worker holds only the spent code, so the token is revoked
-    /// here and the answer is `.leaseLost`.
+    /// here and the answer is `.leaseLost`. So it is when the database cannot take it (a failover):
+    /// the next attempt would find only the spent code, and the grant would outlive the request.
     func keep(_ refreshToken: String, _ app: any ProviderApp, _ run: inout Run) async throws -> Disposition? {
         let (lease, events) = (run.lease, run.events)
-        let stored = try await store {
-            try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
+        let stored: Bool
+        do {
+            stored = try await store {
+                try await queue.replaceCredential(lease, with: Credential(kind: .refreshToken, secret: refreshToken), events: events)
+            }
+        } catch {
+            _ = try? await app.revoke(token: refreshToken, kind: .refreshToken)
+            run.logger.warning("Could not store the refresh token an exchange returned; revoked it without recording it")
+            throw error
         }
         run.events = []
         guard !stored else { return nil }

@@ -25,8 +25,9 @@ public struct WorkerSettings: Sendable, Equatable {
     public var clientSecretLifetime: Duration = .seconds(300)
     /// The deadline of each call to a provider.
     public var providerTimeout: Duration = .seconds(10)
-    /// The deadline of each database call of the worker.
-    public var databaseTimeout: Duration = .seconds(30)
+    /// The deadline of each database call of the worker. Its statements take milliseconds; one
+    /// cut off by a failover is given up soon and its request handed back once the database answers.
+    public var databaseTimeout: Duration = .seconds(5)
     /// Calls per second to providers by all worker processes together, in all and per app
     /// (by client_id); nil or absent for no limit.
     public var maxRequestsPerSecond: Double?
