@@ -67,4 +67,42 @@ struct DatabaseFailoverTests {
             }
         }
     }
+
+    @Test func aTokenAnExchangeReturnedIsRevokedWhenTheDatabaseCannotTakeIt() async throws {
+        try await RevokerTestStack.with(worker: Self.worker) { stack in
+            var url = try #require(URLComponents(string: stack.database.url))
+            let (host, port) = (try #require(url.host), try #require(url.port))
+            try await TCPProxy.with(toHost: host, port: port) { proxy in
+                url.host = "127.0.0.1"
+                url.port = proxy.port
+                var environment = stack.environment
+                environment["DATABASE_URL"] = try #require(url.string)
+                let grants = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "code", count: 3) { _ in .authorizationCode }
+                // Slow exchanges: the database goes silent while they are in flight.
+                try await stack.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 1_500))
+                let work = try RevokerProcess(["work", "--log-level", "debug"], environment: environment)
+                defer { work.signal(SIGKILL) }
+                try await eventually("the exchanges are under way") {
+                    guard work.isRunning else { throw CannotHappen("the worker ended: \(work.stderrSoFar.suffix(500))") }
+                    return try await stack.audit().filter { $0.event == "exchange_started" }.count == grants.count
+                }
+                proxy.freeze()
+                try await eventually("the worker could not store what the exchanges returned") {
+                    work.stderrSoFar.contains("Could not store the refresh token an exchange returned; revoked it without recording it")
+                }
+                proxy.cutAll()
+                proxy.thaw()
+                try await stack.sandbox.admin.setFaults(SandboxFaults())
+                try await eventually("every request ended") {
+                    try await stack.requests().allSatisfy { $0.state == .failed || $0.state == .succeeded }
+                }
+                // The retries found only the spent codes (exchange_lost), but no grant outlives them.
+                let reports = try await stack.sandbox.admin.grants().filter { grants.contains($0.id) }
+                #expect(reports.count == grants.count)
+                #expect(reports.allSatisfy { $0.revocations == 1 }, "\(reports.map(\.revocations))")
+                #expect(try await stack.requests().allSatisfy { $0.outcome == .exchangeLost || $0.outcome == .revoked })
+                try stack.expectNoSecrets(in: work.stderrSoFar)
+            }
+        }
+    }
 }
