@@ -78,8 +78,9 @@ struct DatabaseFailoverTests {
                 var environment = stack.environment
                 environment["DATABASE_URL"] = try #require(url.string)
                 let grants = try await stack.enqueueMany(clientID: "com.example.notes", prefix: "code", count: 3) { _ in .authorizationCode }
-                // Slow exchanges: the database goes silent while they are in flight.
-                try await stack.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 1_500))
+                // Slow exchanges: the database goes silent while they are in flight (4 s, so that
+                // a loaded machine still freezes it before they answer).
+                try await stack.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 4_000))
                 let work = try RevokerProcess(["work", "--log-level", "debug"], environment: environment)
                 defer { work.signal(SIGKILL) }
                 try await eventually("the exchanges are under way") {
