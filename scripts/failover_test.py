@@ -814,6 +814,15 @@ def assess(phase, kill, ops, figures, T, W, start, load_end, kill_info, monitor,
 
     # ---- the providers' counts ----
     twice, unrevoked, exchanges, allowed_named = [], [], [], []
+
+    def judge_revokes(report, label, flight):
+        """One revoke call is right; a second only for a request in flight at the kill."""
+        if report["revoke_calls"] == 1:
+            return
+        if flight and report["revoke_calls"] == 2:
+            allowed_named.append(f"{label}: revoked twice, in flight at the kill")
+        else:
+            twice.append(f"{label}: {report['revoke_calls']} revoke calls")
     for op in ops:
         if op.kind in ("http", "sql") and op.grants:
             client, sgrant, kind, _ = op.grants[0]
@@ -830,11 +839,8 @@ def assess(phase, kill, ops, figures, T, W, start, load_end, kill_info, monitor,
                                  f"{report['rejected_code_exchanges']} refused")
             if not report["revoked"]:
                 unrevoked.append(f"sandbox grant {sgrant} (request {op.ack_id}, {client})")
-            elif report["revoke_calls"] != 1:
-                if flight and report["revoke_calls"] == 2:
-                    allowed_named.append(f"sandbox grant {sgrant} (request {op.ack_id}): revoked twice, in flight at the kill")
-                else:
-                    twice.append(f"sandbox grant {sgrant} (request {op.ack_id}): {report['revoke_calls']} revoke calls")
+            else:
+                judge_revokes(report, f"sandbox grant {sgrant} (request {op.ack_id})", flight)
         elif op.kind == "grant":
             account = op.fields["account"]
             for (client, sgrant, _, _), gid in zip(op.grants, op.ack_ids + [None] * (len(op.grants) - len(op.ack_ids))):
@@ -858,11 +864,8 @@ def assess(phase, kill, ops, figures, T, W, start, load_end, kill_info, monitor,
                 if account in deleted:
                     if not report["revoked"]:
                         unrevoked.append(f"sandbox grant {sgrant} (grant {gid}, account {account} deleted)")
-                    elif report["revoke_calls"] != 1:
-                        if flight and report["revoke_calls"] == 2:
-                            allowed_named.append(f"sandbox grant {sgrant} (grant {gid}): revoked twice, in flight at the kill")
-                        else:
-                            twice.append(f"sandbox grant {sgrant} (grant {gid}): {report['revoke_calls']} revoke calls")
+                    else:
+                        judge_revokes(report, f"sandbox grant {sgrant} (grant {gid})", flight)
                 elif account in notified:
                     if report["revoke_calls"] != 0 or not report.get("revoked_by_user"):
                         wrong.append(f"sandbox grant {sgrant} (grant {gid}): ended by the user, yet {report['revoke_calls']} revoke calls")

@@ -178,7 +178,6 @@ public struct WorkerSession: Sendable {
 
     /// Closes the session's connection: the session ends with an error and its lock with it.
     public func end() {
-        let closed: EventLoopFuture<Void> = connection.close()
-        _ = closed
+        _ = connection.close() as EventLoopFuture<Void>
     }
 }
