@@ -159,7 +159,10 @@ struct DocumentedCommandTests {
                         process.signal(SIGTERM)
                     }
                     try await eventually("\(command) ends: \(process.output)\(process.errors)") { !process.isRunning }
-                    #expect(process.terminationStatus == 0, "\(command): \(process.output)\(process.errors)")
+                    if process.terminationStatus != 0 {
+                        let waiting = try await Self.waiting(database.client)
+                        Issue.record("\(command) exited \(process.terminationStatus): \(process.output)\(process.errors)\nwaiting: \(waiting)")
+                    }
                     #expect(!(process.output + process.errors).contains(token.value), "\(command) never prints the token")
                     #expect(!(process.output + process.errors).contains(googleToken.value), "\(command) never prints the Google token")
                     #expect(!(process.output + process.errors).contains(held.value), "\(command) never prints an imported token")
@@ -186,6 +189,18 @@ struct DocumentedCommandTests {
                 #expect(imported.revoked && imported.revokeCalls == 1, "the imported grant of user-7 was revoked by its deletion: \(imported)")
             }
         }
+    }
+
+    /// The requests still waiting, described without their credentials: what a failed command left.
+    static func waiting(_ client: PostgresClient) async throws -> [String] {
+        let rows = try await client.query(
+            """
+            SELECT format('%s %s %s %s attempts=%s due_in=%s lease_owner=%s', provider, external_reference, purpose, state, attempts,
+                          run_after - now(), coalesce(lease_owner, '-'))
+            FROM revoker.revocation_requests WHERE state IN ('pending', 'running') ORDER BY created_at
+            """
+        ).collect()
+        return try rows.map { try $0.decode(String.self) }
     }
 
     static func waitUntilNothingIsDue(_ client: PostgresClient) async throws {

@@ -174,6 +174,39 @@ struct GrantValidationTests {
         }
     }
 
+    /// A grant taken in while its account's deletion runs gets its revocation when it is held,
+    /// made by the request the drain just ended. Each round another request ends at about the
+    /// same time, so that the hold may end while the drain claims after that one; the drain must
+    /// still carry out the revocation it made (the docs' commands once saw one end with it waiting).
+    @Test func oneDrainRevokesTheGrantItTakesInForAnAccountBeingDeleted() async throws {
+        try await RevokerTestStack.with(apps: [.google: [Self.google]]) { stack in
+            // One provider call each, of the same length: a Google revocation, an Apple validation.
+            try await stack.sandbox.admin.setFaults(SandboxFaults(latencyMilliseconds: 300))
+            try await stack.sandbox.google.setFaults(SandboxFaults(latencyMilliseconds: 300))
+            for round in 0..<6 {
+                _ = try await stack.enqueue(provider: .google, clientID: Self.google, reference: "other\(round)", kind: .refreshToken)
+                let minted = try await stack.sandbox.admin.mintRefreshToken(clientID: Self.notes, subject: "000.leaving\(round)")
+                stack.secrets.add(minted.value)
+                _ = try await stack.queue.custody.register(
+                    try NewGrant(
+                        provider: "apple",
+                        clientID: Self.notes,
+                        accountReference: "leaving\(round)",
+                        credential: Credential(kind: .refreshToken, secret: minted.value),
+                        userID: "000.leaving\(round)"
+                    ),
+                    actor: "test"
+                )
+                let deletion = try await stack.queue.deletions.request(accountReference: "leaving\(round)", actor: "test").deletion
+                let report = try await stack.drain()
+                #expect(report.remainder?.waiting == 0, "round \(round): nothing left waiting: \(report)")
+                #expect(report.succeeded == 3, "round \(round): the other revoked, the grant taken in, then revoked: \(report)")
+                #expect(try await stack.queue.deletions.deletion(id: deletion.id)?.outcome == .revoked, "round \(round)")
+                #expect(try await Self.record(stack, .apple, minted.grantID).revocations == 1, "round \(round)")
+            }
+        }
+    }
+
     @Test func theIntervalIsADayAtLeast() async throws {
         try await RevokerTestStack.with { stack in
             await #expect(throws: RevokerStoreError.self) {

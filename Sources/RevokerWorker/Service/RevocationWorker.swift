@@ -132,6 +132,8 @@ public struct RevocationWorker: Service {
             // The batch's span, which its attempts link to: recorded only when it claimed something,
             // so that an idle worker's polls make no spans.
             var claim: ServiceContext?
+            // Taken before the claim: a request that ends after it may have made work the claim missed.
+            let endingsBeforeClaim = state.endings
             // Large deletions' next batch, while there is more to make; else once a poll interval,
             // so that a busy claim loop does not pay a query for nothing at every turn.
             await handBackUntracked()
@@ -186,11 +188,11 @@ public struct RevocationWorker: Service {
                 }
             }
             if claimed.count == min(free, settings.batchSize), free > 0 { continue }
-            if case .drain(let deadline) = mode, state.inFlight == 0, state.mayClaim {
-                // A cron run has no long-lived loops to rely on: it rescues dead workers' requests
-                // and probes paused apps itself before deciding that nothing is left.
+            if case .drain(let deadline) = mode, state.inFlight == 0, state.mayClaim, state.endings == endingsBeforeClaim {
+                // A cron run has no long-lived loops to rely on: it rescues dead workers' requests,
+                // probes paused apps and fans out deletions itself before deciding that nothing is left.
                 let rescue = await rescue()
-                if rescue.rescued + (await probePausedApps()) > 0 { continue }
+                if rescue.rescued + (await probePausedApps()) + (await fanOutDeletions()) > 0 { continue }
                 if rescue.awaitingConfirmation > 0 {
                     // A dead worker's requests come back once its lock has stayed free long enough.
                     try? await Task.sleep(for: settings.rescueInterval)

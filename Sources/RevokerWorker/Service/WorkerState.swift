@@ -20,6 +20,8 @@ final class WorkerState: Sendable {
         /// Requests whose last disposition here left them unfinished.
         var unfinished: Set<UUID> = []
         var remainder: QueueRemainder?
+        /// How many requests this worker has ended: what ends may have made more work.
+        var endings = 0
     }
 
     /// The worker's liveness lock (`RevocationQueue.withWorkerSession`).
@@ -100,6 +102,10 @@ final class WorkerState: Sendable {
     }
 
     var inFlight: Int { work.withLock { $0.leases.count } }
+
+    /// How many requests this worker has ended so far; a drain that sees it move since its last
+    /// claim asks again before it ends (a grant held there may have made its revocation).
+    var endings: Int { work.withLock { $0.endings } }
     var leases: [Lease] { work.withLock { Array($0.leases.values) } }
 
     var report: WorkerReport {
@@ -129,6 +135,7 @@ final class WorkerState: Sendable {
         if case .interrupted = disposition { markLostTrack() }
         work.withLock { state in
             state.leases[lease.requestID] = nil
+            state.endings += 1
             state.report.add(disposition)
             if case .finished = disposition {
                 state.unfinished.remove(lease.requestID)
