@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "ProviderSandbox", targets: ["ProviderSandbox"]),
         .library(name: "GoogleSignIn", targets: ["GoogleSignIn"]),
         .library(name: "GoogleSignInSandbox", targets: ["GoogleSignInSandbox"]),
+        .library(name: "FacebookLogin", targets: ["FacebookLogin"]),
+        .library(name: "FacebookLoginSandbox", targets: ["FacebookLoginSandbox"]),
         .library(name: "RevokerEvidence", targets: ["RevokerEvidence"]),
         .library(name: "RevokerStore", targets: ["RevokerStore"]),
         .library(name: "RevokerHTTP", targets: ["RevokerHTTP"]),
@@ -95,6 +97,35 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FacebookLogin",
+            dependencies: [
+                .product(name: "Configuration", package: "swift-configuration"),
+                "RevokerProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "FacebookLoginSandbox",
+            dependencies: [
+                "FacebookLogin",
+                "ProviderSandbox",
+                "RevokerProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -396,6 +427,21 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: testSwiftSettings
+        ),
+        .testTarget(
+            name: "FacebookLoginTests",
+            dependencies: [
+                "FacebookLogin",
+                "FacebookLoginSandbox",
+                "ProviderSandbox",
+                "RevokerLocalStack",
+                "RevokerProvider",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ],
             swiftSettings: testSwiftSettings
         ),

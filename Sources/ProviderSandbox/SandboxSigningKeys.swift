@@ -155,3 +155,35 @@ public enum SandboxTokenBend: String, Codable, Sendable, CaseIterable {
         }
     }
 }
+
+/// How a hand-made token is signed.
+public enum SandboxJWTSignature: String, Codable, Sendable, CaseIterable {
+    case genuine
+    /// A key that is never published, under the current `kid`.
+    case forged
+    /// A key that is never published, under a `kid` nobody publishes.
+    case unknownKey = "unknown_kid"
+    /// `alg: none`.
+    case algorithmNone = "alg_none"
+    /// HS256 keyed with the public key.
+    case hmacWithPublicKey = "hs256_public_key"
+    /// The genuine signature, bent (``SandboxTokenBend``).
+    case criticalHeader = "crit_header"
+    case paddedSignature = "padded_signature"
+    case trailingPeriod = "trailing_period"
+    case nonCanonicalSignature = "noncanonical_signature"
+
+    package var signing: SandboxSigningKeys.Signature {
+        switch self {
+        case .genuine: .genuine
+        case .forged: .forged
+        case .unknownKey: .unknownKey
+        case .algorithmNone: .algorithmNone
+        case .hmacWithPublicKey: .hmacWithPublicKey
+        case .criticalHeader: .bent(.criticalHeader)
+        case .paddedSignature: .bent(.paddedSignature)
+        case .trailingPeriod: .bent(.trailingPeriod)
+        case .nonCanonicalSignature: .bent(.nonCanonicalSignature)
+        }
+    }
+}
