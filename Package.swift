@@ -265,6 +265,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Configuration", package: "swift-configuration"),
                 "AppleSignIn",
+                "FacebookLogin",
                 "GoogleSignIn",
                 "RevokerWebhooks",
                 "RevokerEvidence",
@@ -291,6 +292,8 @@ let package = Package(
                 "RevokerEvidence",
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "FacebookLogin",
+                "FacebookLoginSandbox",
                 "GoogleSignIn",
                 "GoogleSignInSandbox",
                 "RevokerApp",
@@ -373,6 +376,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "FacebookLogin",
+                "FacebookLoginSandbox",
                 "GoogleSignIn",
                 "GoogleSignInSandbox",
                 "RevokerApp",
@@ -464,6 +469,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "FacebookLogin",
+                "FacebookLoginSandbox",
                 "GoogleSignIn",
                 "GoogleSignInSandbox",
                 "RevokerApp",
@@ -482,6 +489,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "FacebookLogin",
+                "FacebookLoginSandbox",
                 "GoogleSignInSandbox",
                 "ProviderSandbox",
                 "RevokerApp",
@@ -549,6 +558,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "FacebookLogin",
                 "GoogleSignIn",
                 "ProviderSandbox",
                 "RevokerApp",

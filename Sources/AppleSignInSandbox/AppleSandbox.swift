@@ -103,28 +103,8 @@ public struct AppleSandbox: Sendable {
             let body = try await request.decode(as: SandboxAdmin.RotateKeys.self, context: context)
             return Self.json(SandboxAdmin.Value(value: try await self.identityTokens.rotate(retire: body.retire ?? false)))
         }
-        admin.get("grants") { _, _ in Self.json(await self.state.reports()) }
-        admin.get("grants/:id") { _, context in
-            guard let id = context.parameters.get("id"), let report = await self.state.report(id) else { throw HTTPError(.notFound) }
-            return Self.json(report)
-        }
-        admin.get("statistics") { _, _ in Self.json(await self.state.currentStatistics()) }
-        clock.addRoute(to: admin)
+        admin.addSharedAdminRoutes(state: state, clock: clock)
         admin.get("connections") { _, _ in Self.json(self.connections.report) }
-        admin.get("faults") { _, _ in Self.json(await self.state.faults) }
-        admin.put("faults") { request, context in
-            let faults = try await request.decode(as: SandboxFaults.self, context: context)
-            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
-            await self.state.setFaults(faults)
-            return Self.json(faults)
-        }
-        admin.get("key-faults") { _, _ in Self.json(await self.state.keyFaults) }
-        admin.put("key-faults") { request, context in
-            let faults = try await request.decode(as: SandboxFaults.self, context: context)
-            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
-            await self.state.setKeyFaults(faults)
-            return Self.json(faults)
-        }
         return router
     }
 

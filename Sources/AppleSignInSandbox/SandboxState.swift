@@ -5,7 +5,7 @@ import ProviderSandbox
 
 /// Everything the sandbox knows: registered apps, grants and their codes and tokens.
 /// One actor keeps each call's check-and-update atomic, as Apple's store would be.
-actor SandboxState {
+actor SandboxState: SandboxRecords {
     struct App {
         var clientID: String
         var teamID: String

@@ -240,7 +240,10 @@ public struct FacebookTokenInfo: Sendable, Decodable, Equatable {
         case isValid = "is_valid"
         case expiresAt = "expires_at"
         case scopes
+        case error
     }
+
+    private struct Failure: Decodable { var subcode: Int? }
 
     /// The app the token was issued to.
     public var appID: String?
@@ -252,6 +255,8 @@ public struct FacebookTokenInfo: Sendable, Decodable, Equatable {
     /// Seconds since 1970; 0 for a token that does not expire.
     public var expiresAt: Int64?
     public var scopes: [String]?
+    /// Why a token is not valid, as `debug_token`'s error names it (458: the person removed the app).
+    public var failureSubcode: Int?
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -266,6 +271,7 @@ public struct FacebookTokenInfo: Sendable, Decodable, Equatable {
         isValid = try container.decode(Bool.self, forKey: .isValid)
         expiresAt = try container.decodeIfPresent(Int64.self, forKey: .expiresAt)
         scopes = try container.decodeIfPresent([String].self, forKey: .scopes)
+        failureSubcode = (try? container.decodeIfPresent(Failure.self, forKey: .error))?.subcode
     }
 
     public init(appID: String?, userID: String?, type: String?, isValid: Bool, expiresAt: Int64? = nil, scopes: [String]? = nil) {

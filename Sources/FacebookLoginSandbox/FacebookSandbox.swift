@@ -125,6 +125,13 @@ public struct FacebookSandbox: MountableSandbox {
             guard let input = query["input_token"].map(String.init), !input.isEmpty else {
                 throw await graphError(endpoint, grantID, now, code: 100, "The parameter input_token is required", type: "GraphMethodException")
             }
+            if let app = await state.apps[appID], input == appID + "|" + app.secret {
+                // The app's own token, as a probe asks about it.
+                await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
+                var data = DebugAnswer.Data(error: .init(code: 0, message: ""))
+                (data.appID, data.type, data.application, data.isValid, data.error) = (appID, "APP", "Sandbox app \(appID)", true, nil)
+                return SandboxJSON.response(DebugAnswer(data: data))
+            }
             guard let grant = await state.token(input), let grantID else {
                 await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
                 return SandboxJSON.response(DebugAnswer(data: .init(error: .init(code: 190, message: "Invalid OAuth access token."))))

@@ -118,6 +118,57 @@ public struct FacebookSandboxAdmin: SandboxAdminClient {
         }
     }
 
+    /// `POST /sandbox/callbacks`: a `signed_request` (``SignedRequestRequest``) posted as a form
+    /// to an app's callback URL, as Facebook calls the Deauthorize and Data Deletion Request
+    /// callbacks; with `removes_app`, the person's grants at the app end first (they removed it).
+    public struct Callback: Codable, Sendable {
+        enum CodingKeys: String, CodingKey {
+            case url
+            case removesApp = "removes_app"
+        }
+        public var url: String
+        public var signedRequest: SignedRequestRequest
+        /// True when absent.
+        public var removesApp: Bool?
+
+        public init(url: String, _ signedRequest: SignedRequestRequest, removesApp: Bool? = nil) {
+            self.url = url
+            self.signedRequest = signedRequest
+            self.removesApp = removesApp
+        }
+
+        public init(from decoder: any Decoder) throws {
+            signedRequest = try SignedRequestRequest(from: decoder)
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            url = try container.decode(String.self, forKey: .url)
+            removesApp = try container.decodeIfPresent(Bool.self, forKey: .removesApp)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try signedRequest.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(url, forKey: .url)
+            try container.encodeIfPresent(removesApp, forKey: .removesApp)
+        }
+    }
+
+    /// What the app's callback answered, and what was sent.
+    public struct Delivery: Codable, Sendable {
+        enum CodingKeys: String, CodingKey {
+            case status, body
+            case signedRequest = "signed_request"
+        }
+        public var status: Int
+        /// At most 4 KiB of the answer.
+        public var body: String
+        public var signedRequest: String
+    }
+
+    /// Posts a callback and returns what the app answered.
+    public func sendCallback(_ callback: Callback) async throws -> Delivery {
+        try await transport.decode(transport.send(.POST, "/sandbox/callbacks", body: callback))
+    }
+
     /// Registers an app.
     public func registerApp(appID: String, appSecret: String, requiresProof: Bool = true) async throws {
         _ = try await transport.send(.POST, "/sandbox/apps", body: RegisterApp(appID: appID, appSecret: appSecret, requiresProof: requiresProof))
@@ -172,6 +223,21 @@ extension FacebookSandbox {
             let body = try await request.decode(as: FacebookSandboxAdmin.SignedRequestRequest.self, context: context)
             return SandboxJSON.response(SandboxAdmin.Value(value: try await self.signedRequest(body)), status: .created)
         }
+        admin.post("callbacks") { request, context in
+            let body = try await request.decode(as: FacebookSandboxAdmin.Callback.self, context: context)
+            let signed = try await self.signedRequest(body.signedRequest)
+            if body.removesApp ?? true {
+                _ = await self.state.userRemovedApp(appID: body.signedRequest.appID, userID: body.signedRequest.userID)
+            }
+            let form = FormEncoding.encodedBytes([("signed_request", signed)])
+            let (status, answer) = try await SentMessages.push(
+                Data(form),
+                to: body.url,
+                contentType: FormEncoding.contentType,
+                userAgent: "facebookexternalua"
+            )
+            return SandboxJSON.response(FacebookSandboxAdmin.Delivery(status: status, body: answer, signedRequest: signed))
+        }
         admin.post("users/remove-app") { request, context in
             let body = try await request.decode(as: [String: String].self, context: context)
             guard let appID = body["app_id"], let userID = body["user_id"] else {
@@ -183,27 +249,7 @@ extension FacebookSandbox {
             let body = try await request.decode(as: SandboxAdmin.RotateKeys.self, context: context)
             return SandboxJSON.response(SandboxAdmin.Value(value: try await self.keys.rotate(retire: body.retire ?? false)))
         }
-        clock.addRoute(to: admin)
-        admin.get("grants") { _, _ in SandboxJSON.response(await self.state.reports()) }
-        admin.get("grants/:id") { _, context in
-            guard let id = context.parameters.get("id"), let report = await self.state.report(id) else { throw HTTPError(.notFound) }
-            return SandboxJSON.response(report)
-        }
-        admin.get("statistics") { _, _ in SandboxJSON.response(await self.state.currentStatistics()) }
-        admin.get("faults") { _, _ in SandboxJSON.response(await self.state.faults) }
-        admin.put("faults") { request, context in
-            let faults = try await request.decode(as: SandboxFaults.self, context: context)
-            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
-            await self.state.setFaults(faults)
-            return SandboxJSON.response(faults)
-        }
-        admin.get("key-faults") { _, _ in SandboxJSON.response(await self.state.keyFaults) }
-        admin.put("key-faults") { request, context in
-            let faults = try await request.decode(as: SandboxFaults.self, context: context)
-            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
-            await self.state.setKeyFaults(faults)
-            return SandboxJSON.response(faults)
-        }
+        admin.addSharedAdminRoutes(state: state, clock: clock)
     }
 
     /// Registers an app without going through HTTP (used at start-up).

@@ -3,7 +3,7 @@ import ProviderSandbox
 
 /// Everything the Facebook sandbox knows: apps and their secrets, and each person's login to an
 /// app with its tokens. One actor keeps each call's check-and-update atomic.
-actor FacebookSandboxState {
+actor FacebookSandboxState: SandboxRecords {
     struct App {
         var secret: String
         /// "Require App Secret": every Graph call carries a matching `appsecret_proof`.

@@ -172,27 +172,7 @@ extension GoogleSandbox {
             let body = try await request.decode(as: SandboxAdmin.RotateKeys.self, context: context)
             return SandboxJSON.response(SandboxAdmin.Value(value: try await self.keys.rotate(retire: body.retire ?? false)))
         }
-        clock.addRoute(to: admin)
-        admin.get("grants") { _, _ in SandboxJSON.response(await self.state.reports()) }
-        admin.get("grants/:id") { _, context in
-            guard let id = context.parameters.get("id"), let report = await self.state.report(id) else { throw HTTPError(.notFound) }
-            return SandboxJSON.response(report)
-        }
-        admin.get("statistics") { _, _ in SandboxJSON.response(await self.state.currentStatistics()) }
-        admin.get("faults") { _, _ in SandboxJSON.response(await self.state.faults) }
-        admin.put("faults") { request, context in
-            let faults = try await request.decode(as: SandboxFaults.self, context: context)
-            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
-            await self.state.setFaults(faults)
-            return SandboxJSON.response(faults)
-        }
-        admin.get("key-faults") { _, _ in SandboxJSON.response(await self.state.keyFaults) }
-        admin.put("key-faults") { request, context in
-            let faults = try await request.decode(as: SandboxFaults.self, context: context)
-            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
-            await self.state.setKeyFaults(faults)
-            return SandboxJSON.response(faults)
-        }
+        admin.addSharedAdminRoutes(state: state, clock: clock)
     }
 
     /// Registers an OAuth client without going through HTTP (used at start-up).

@@ -3,7 +3,7 @@ import ProviderSandbox
 
 /// Everything the Google sandbox knows: OAuth clients, grants and their codes and tokens. One
 /// actor keeps each call's check-and-update atomic.
-actor GoogleSandboxState {
+actor GoogleSandboxState: SandboxRecords {
     struct Grant {
         var report: SandboxGrantReport
         var code: String?

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Hummingbird
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -193,5 +194,44 @@ extension SandboxAdminClient {
     /// without waiting; it never goes back.
     public func advanceClock(by seconds: Double) async throws {
         try await transport.advanceClock(by: seconds)
+    }
+}
+
+/// What every sandbox's state answers for the admin calls all sandboxes share.
+package protocol SandboxRecords: Actor {
+    var faults: SandboxFaults { get }
+    var keyFaults: SandboxFaults { get }
+    func setFaults(_ faults: SandboxFaults)
+    func setKeyFaults(_ faults: SandboxFaults)
+    func report(_ grantID: String) -> SandboxGrantReport?
+    func reports() -> [SandboxGrantReport]
+    func currentStatistics() -> SandboxStatistics
+}
+
+extension RouterGroup where Context == SandboxRequestContext {
+    /// The admin calls every sandbox answers alike (``SandboxAdminClient``): grants, statistics,
+    /// faults, key faults and the clock.
+    package func addSharedAdminRoutes(state: some SandboxRecords, clock: SandboxClock) {
+        get("grants") { _, _ in SandboxJSON.response(await state.reports()) }
+        get("grants/:id") { _, context in
+            guard let id = context.parameters.get("id"), let report = await state.report(id) else { throw HTTPError(.notFound) }
+            return SandboxJSON.response(report)
+        }
+        get("statistics") { _, _ in SandboxJSON.response(await state.currentStatistics()) }
+        clock.addRoute(to: self)
+        get("faults") { _, _ in SandboxJSON.response(await state.faults) }
+        put("faults") { request, context in
+            let faults = try await request.decode(as: SandboxFaults.self, context: context)
+            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
+            await state.setFaults(faults)
+            return SandboxJSON.response(faults)
+        }
+        get("key-faults") { _, _ in SandboxJSON.response(await state.keyFaults) }
+        put("key-faults") { request, context in
+            let faults = try await request.decode(as: SandboxFaults.self, context: context)
+            if let problem = faults.problem { throw HTTPError(.badRequest, message: problem) }
+            await state.setKeyFaults(faults)
+            return SandboxJSON.response(faults)
+        }
     }
 }

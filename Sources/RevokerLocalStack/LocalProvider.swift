@@ -1,5 +1,7 @@
 import AppleSignInSandbox
 import AsyncHTTPClient
+import FacebookLogin
+import FacebookLoginSandbox
 import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
@@ -35,7 +37,7 @@ public struct LocalProvider: Sendable {
     let admin: @Sendable (_ baseURL: String, _ httpClient: HTTPClient) -> any SandboxAdminClient
 
     /// Every provider of the local stack, in the order their apps are written.
-    public static let all: [LocalProvider] = [.apple, .google]
+    public static let all: [LocalProvider] = [.apple, .google, .facebook]
 
     /// Apple's sandbox at the root; apps as a key file each, listed under `apps`.
     public static let apple = LocalProvider(
@@ -61,4 +63,45 @@ public struct LocalProvider: Sendable {
         },
         admin: { GoogleSandboxAdmin(baseURL: $0, httpClient: $1) }
     )
+
+    /// Facebook's sandbox under `/facebook`; apps as a secret file each, listed under `facebook.apps`.
+    public static let facebook = LocalProvider(
+        name: .facebook,
+        path: FacebookSandbox.prefix,
+        appsKey: ["facebook", "apps"],
+        makeApp: { try LocalFacebookAppFiles(appID: $0, directory: $1) },
+        environment: { base in
+            ["REVOKER_FACEBOOK_GRAPH_BASE_URL": base, "REVOKER_FACEBOOK_LIMITED_LOGIN_KEYS_URL": base + FacebookEndpoint.limitedLoginKeys.rawValue]
+        },
+        admin: { FacebookSandboxAdmin(baseURL: $0, httpClient: $1) }
+    )
+}
+
+/// A Facebook app's id and secret file, as an operator lays them out.
+public struct LocalFacebookAppFiles: LocalApp {
+    public let appID: String
+    /// The secret (to register with the sandbox, and to search captured output for).
+    public let appSecret: String
+    public let appSecretFile: String
+
+    /// Makes a secret and writes it to `directory`.
+    public init(appID: String, directory: URL) throws {
+        self.appID = appID
+        appSecret = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        appSecretFile = directory.appendingPathComponent("facebook-app-secret-\(appID)").path
+        try writeSecret(appSecret + "\n", to: appSecretFile)
+    }
+
+    public var clientID: String { appID }
+
+    /// The JSON object for the configuration file's `facebook.apps` list.
+    public var configurationEntry: [String: String] { ["app_id": appID, "app_secret_file": appSecretFile] }
+
+    public var secretTexts: [String] { [appSecret] }
+
+    /// Registers the app and its secret with the Facebook sandbox.
+    public func register(with sandbox: RunningSandbox) async throws {
+        try await FacebookSandboxAdmin(baseURL: sandbox.baseURL + FacebookSandbox.prefix, httpClient: sandbox.httpClient)
+            .registerApp(appID: appID, appSecret: appSecret)
+    }
 }

@@ -2,6 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import AsyncHTTPClient
 import Crypto
+import FacebookLoginSandbox
 import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
@@ -18,8 +19,8 @@ public enum SandboxTransport: String, Sendable, CaseIterable {
     case http1
 }
 
-/// The Apple sandbox at the root and the Google sandbox under `/google`, serving on a free
-/// loopback port for the duration of a closure.
+/// The Apple sandbox at the root, the Google sandbox under `/google` and the Facebook sandbox
+/// under `/facebook`, serving on a free loopback port for the duration of a closure.
 public struct RunningSandbox: Sendable {
     /// The sandbox's base URL, to use as Apple's.
     public let baseURL: String
@@ -49,6 +50,7 @@ public struct RunningSandbox: Sendable {
     ) async throws -> T {
         let sandbox = try await AppleSandbox(configuration: configuration)
         let googleSandbox = try await GoogleSandbox(configuration: google)
+        let facebookSandbox = try await FacebookSandbox()
         let logger = Logger(label: "revoker.sandbox", factory: { _ in SwiftLogNoOpLogHandler() })
         let tls = transport == .https ? try SandboxTLS() : nil
         let authority = try tls.map { [try $0.authorityCertificate()] } ?? []
@@ -60,7 +62,7 @@ public struct RunningSandbox: Sendable {
         }
         defer { if let trustRootsFile { try? FileManager.default.removeItem(atPath: trustRootsFile) } }
         let httpClient = ProviderTransport.makeHTTPClient(extraTrustRoots: authority)
-        let serve = { try sandbox.application(port: 0, tls: tls, logger: logger, beside: googleSandbox, onServerRunning: $0) }
+        let serve = { try sandbox.application(port: 0, tls: tls, logger: logger, beside: googleSandbox, facebookSandbox, onServerRunning: $0) }
         do {
             let result = try await withServingApplication(serve) { port in
                 let baseURL = "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)"

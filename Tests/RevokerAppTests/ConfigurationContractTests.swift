@@ -2,6 +2,7 @@ import AppleSignIn
 import AppleSignInSandbox
 import Configuration
 import Crypto
+import FacebookLogin
 import Foundation
 import GoogleSignIn
 import ProviderSandbox
@@ -60,6 +61,7 @@ struct ConfigurationContractTests {
         // Nothing more than the example lists.
         #expect(configuration.apps.count == example["apps"]?.items.count)
         #expect(configuration.googleApps.count == example["google"]?["apps"]?.items.count)
+        #expect(configuration.facebookApps.count == example["facebook"]?["apps"]?.items.count)
         #expect(configuration.webhooks.count == example["webhooks"]?.items.count)
         #expect(configuration.http.apiKeys.count == example["http"]?["api_keys"]?.items.count)
         #expect(configuration.warnings == [], "the generated secret files are mode 600")
@@ -200,6 +202,8 @@ struct ConfigurationContractTests {
             (RevokerConfiguration.Variable.httpPort, "70000", ["REVOKER_HTTP_PORT", "between 0 (any free port) and 65535"]),
             (AppleSettings.Variable.baseURL, "ftp://apple.example", ["REVOKER_APPLE_BASE_URL", "not an http(s) URL"]),
             (GoogleSettings.Variable.certsURL, "keys", ["REVOKER_GOOGLE_CERTS_URL", "not an http(s) URL"]),
+            (FacebookSettings.Variable.graphBaseURL, "graph.facebook.com", ["REVOKER_FACEBOOK_GRAPH_BASE_URL", "not an http(s) URL"]),
+            (FacebookSettings.Variable.graphVersion, "25.0", ["REVOKER_FACEBOOK_GRAPH_VERSION", "not of the form v25.0"]),
         ]
         for (name, value, mentions) in cases {
             let error = #expect(throws: ConfigurationError.self, "\(name)=\(value) is refused") {
@@ -298,6 +302,7 @@ struct ConfigurationContractTests {
                 .object(["google": .object(["apps": .array([.object(["audiences": .string("x.apps.googleusercontent.com")])])])]),
                 "google.apps[0].audiences"
             ),
+            (.object(["facebook": .object(["apps": .array([.object(["app_id": .number(5)])])])]), "facebook.apps[0].app_id"),
             (
                 .object([
                     "http": .object([
@@ -320,7 +325,7 @@ struct ConfigurationContractTests {
         }
     }
 
-    /// An app, Google app, webhook or API key without a required field names what is missing.
+    /// An app, Google or Facebook app, webhook or API key without a required field names what is missing.
     @Test("a missing required field is refused, naming what is missing")
     func missingRequiredField() throws {
         let materials = try Materials()
@@ -333,6 +338,10 @@ struct ConfigurationContractTests {
             (
                 .object(["google": .object(["apps": .array([.object(["client_id": .string("1-web.apps.googleusercontent.com")])])])]),
                 ["google.apps[0] (1-web.apps.googleusercontent.com)", "lacks", "client_secret_file"]
+            ),
+            (
+                .object(["facebook": .object(["apps": .array([.object(["app_id": .string("1234567890123456")])])])]),
+                ["facebook.apps[0] (1234567890123456)", "lacks", "app_secret_file"]
             ),
             (
                 .object(["webhooks": .array([.object(["name": .string("hook"), "url": .string("https://h.example")])])]),
@@ -372,6 +381,7 @@ struct ConfigurationContractTests {
             ([.key("audit"), .key("public_key_files")], ["audit public key file", "cannot be read", "audit.public_key_files"]),
             ([.key("apps"), .index(0), .key("private_key_file")], ["private key file", "does not exist", "app 1 (com.example.app)"]),
             ([.key("google"), .key("apps"), .index(0), .key("client_secret_file")], ["client secret file", "does not exist", "google.apps[0]"]),
+            ([.key("facebook"), .key("apps"), .index(0), .key("app_secret_file")], ["app secret file", "does not exist", "facebook.apps[0]"]),
             ([.key("webhooks"), .index(0), .key("secret_file")], ["secret file", "cannot be read", "webhooks[0]"]),
         ]
         for (path, names) in cases {
@@ -411,6 +421,8 @@ extension RevokerConfiguration {
     fileprivate var appleNotifications: AppleNotificationVerifier.Settings? { settings(AppleSettings.self)?.notifications }
     fileprivate var googleApps: [String: GoogleApp] { settings(GoogleSettings.self)?.apps ?? [:] }
     fileprivate var google: GoogleClient.Configuration { settings(GoogleSettings.self)?.client ?? .init() }
+    fileprivate var facebookApps: [String: FacebookApp] { settings(FacebookSettings.self)?.apps ?? [:] }
+    fileprivate var facebook: FacebookClient.Configuration { settings(FacebookSettings.self)?.client ?? .init() }
 }
 
 /// How one key of the configuration file arrives in the loaded configuration.
@@ -459,10 +471,15 @@ private struct Setting {
     static var all: [String: Setting] {
         let appleApp = { (c: RevokerConfiguration, entry: [String: JSON]) in c.apps[entry["client_id"]?.stringValue ?? ""] }
         let googleApp = { (c: RevokerConfiguration, entry: [String: JSON]) in c.googleApps[entry["client_id"]?.stringValue ?? ""] }
+        let facebookApp = { (c: RevokerConfiguration, entry: [String: JSON]) in c.facebookApps[entry["app_id"]?.stringValue ?? ""] }
         let webhook = { (c: RevokerConfiguration, entry: [String: JSON]) in c.webhooks.first { $0.name == entry["name"]?.stringValue } }
         let apiKey = { (c: RevokerConfiguration, entry: [String: JSON]) in c.http.apiKeys.first { $0.name == entry["name"]?.stringValue } }
         let appRate = { (c: RevokerConfiguration, entry: [String: JSON]) in
             c.worker.appRequestsPerSecond[entry["client_id"]?.stringValue ?? ""].map(JSON.number) ?? .null
+        }
+        // A Facebook app's app_id is its client_id.
+        let facebookAppRate = { (c: RevokerConfiguration, entry: [String: JSON]) in
+            c.worker.appRequestsPerSecond[entry["app_id"]?.stringValue ?? ""].map(JSON.number) ?? .null
         }
         return [
             "database_url": Setting(alternative: .string("postgres://other:pw@db2.example.internal:5433/revoker2")) { c, _ in
@@ -487,7 +504,7 @@ private struct Setting {
             },
             "google.apps[].client_id": Setting { c, entry in .text(googleApp(c, entry)?.clientID) },
             "google.apps[].client_secret_file": Setting { c, entry in
-                .text(googleApp(c, entry).map { fingerprint(ofGoogleSecret: $0.clientSecret.value) })
+                .text(googleApp(c, entry).map { fingerprint(ofSecret: $0.clientSecret.value) })
             },
             // The client_id is always an audience, first; the listed ones follow.
             "google.apps[].audiences": Setting(expected: clientIDFirst) { c, entry in
@@ -495,6 +512,19 @@ private struct Setting {
             },
             "google.apps[].redirect_uri": Setting { c, entry in .text(googleApp(c, entry)?.defaultRedirectURI) },
             "google.apps[].max_requests_per_second": Setting(appRate),
+
+            "facebook.graph_base_url": Setting(alternative: .string("https://graph.facebook.example.test")) { c, _ in
+                .string(c.facebook.graphBaseURL)
+            },
+            "facebook.graph_version": Setting(alternative: .string("v24.0")) { c, _ in .string(c.facebook.graphVersion) },
+            "facebook.limited_login_keys_url": Setting(alternative: .string("https://keys.facebook.example.test/jwks/")) { c, _ in
+                .string(c.facebook.limitedLoginKeysURL)
+            },
+            "facebook.apps[].app_id": Setting { c, entry in .text(facebookApp(c, entry)?.appID) },
+            "facebook.apps[].app_secret_file": Setting { c, entry in
+                .text(facebookApp(c, entry).map { fingerprint(ofSecret: $0.secret.value) })
+            },
+            "facebook.apps[].max_requests_per_second": Setting(facebookAppRate),
 
             "worker.concurrency": Setting(alternative: .number(3)) { c, _ in .integer(c.worker.concurrency) },
             "worker.batch_size": Setting(alternative: .number(7)) { c, _ in .integer(c.worker.batchSize) },
@@ -680,9 +710,11 @@ private struct VariableCase {
         typealias V = RevokerConfiguration.Variable
         typealias A = AppleSettings.Variable
         typealias G = GoogleSettings.Variable
+        typealias F = FacebookSettings.Variable
         // The example's apps, which the environment's replace.
         let appleID = "com.example.web"
         let googleID = "123456789012-web.apps.googleusercontent.com"
+        let facebookID = "1234567890123456"
 
         let appleKey = try LocalAppFiles(clientID: appleID, teamID: "ENVTEAM001", keyID: "ENVKEY0001", directory: materials.directory)
         let apple = [A.clientID: appleID, A.teamID: appleKey.teamID, A.keyID: appleKey.keyID, A.privateKeyFile: appleKey.privateKeyFile]
@@ -694,6 +726,9 @@ private struct VariableCase {
         let google = [G.clientID: googleID, G.clientSecretFile: googleSecret.path]
         // The plain form of a secret file: the secret alone.
         let otherGoogle = try LocalGoogleAppFiles(clientID: "987654321098-env.apps.googleusercontent.com", directory: materials.directory)
+        let facebookSecret = try materials.facebookSecretFile(appID: facebookID)
+        let facebook = [F.appID: facebookID, F.appSecretFile: facebookSecret.path]
+        let otherFacebook = try LocalFacebookAppFiles(appID: "6543210987654321", directory: materials.directory)
         let signingKey = try materials.auditSigningKeyFile()
         let witness = materials.directory.appendingPathComponent("env-witness").path
         try FileManager.default.createDirectory(atPath: witness, withIntermediateDirectories: true)
@@ -755,15 +790,15 @@ private struct VariableCase {
             ),
             G.clientID: VariableCase(
                 environment: [G.clientID: otherGoogle.clientID, G.clientSecretFile: otherGoogle.clientSecretFile],
-                read: { .text($0.googleApps[otherGoogle.clientID].map { fingerprint(ofGoogleSecret: $0.clientSecret.value) }) },
-                expected: .string(fingerprint(ofGoogleSecret: otherGoogle.clientSecret)),
+                read: { .text($0.googleApps[otherGoogle.clientID].map { fingerprint(ofSecret: $0.clientSecret.value) }) },
+                expected: .string(fingerprint(ofSecret: otherGoogle.clientSecret)),
                 needs: .apps,
                 overridesFile: false,
                 lacking: [G.clientSecretFile]
             ),
             G.clientSecretFile: VariableCase(
                 environment: google,
-                read: { .text($0.googleApps[googleID].map { fingerprint(ofGoogleSecret: $0.clientSecret.value) }) },
+                read: { .text($0.googleApps[googleID].map { fingerprint(ofSecret: $0.clientSecret.value) }) },
                 expected: googleSecret.fingerprint,
                 lacking: [G.clientID]
             ),
@@ -795,6 +830,35 @@ private struct VariableCase {
                 environment: [G.riscConfigurationURL: "http://127.0.0.1:9/google/.well-known/risc-configuration"],
                 read: { .string($0.google.riscConfigurationURL) },
                 expected: .string("http://127.0.0.1:9/google/.well-known/risc-configuration")
+            ),
+            F.appID: VariableCase(
+                environment: [F.appID: otherFacebook.appID, F.appSecretFile: otherFacebook.appSecretFile],
+                read: { .text($0.facebookApps[otherFacebook.appID].map { fingerprint(ofSecret: $0.secret.value) }) },
+                expected: .string(fingerprint(ofSecret: otherFacebook.appSecret)),
+                needs: .apps,
+                overridesFile: false,
+                lacking: [F.appSecretFile]
+            ),
+            F.appSecretFile: VariableCase(
+                environment: facebook,
+                read: { .text($0.facebookApps[facebookID].map { fingerprint(ofSecret: $0.secret.value) }) },
+                expected: facebookSecret.fingerprint,
+                lacking: [F.appID]
+            ),
+            F.graphBaseURL: VariableCase(
+                environment: [F.graphBaseURL: "http://127.0.0.1:9/facebook"],
+                read: { .string($0.facebook.graphBaseURL) },
+                expected: .string("http://127.0.0.1:9/facebook")
+            ),
+            F.graphVersion: VariableCase(
+                environment: [F.graphVersion: "v24.0"],
+                read: { .string($0.facebook.graphVersion) },
+                expected: .string("v24.0")
+            ),
+            F.limitedLoginKeysURL: VariableCase(
+                environment: [F.limitedLoginKeysURL: "http://127.0.0.1:9/facebook/.well-known/oauth/openid/jwks/"],
+                read: { .string($0.facebook.limitedLoginKeysURL) },
+                expected: .string("http://127.0.0.1:9/facebook/.well-known/oauth/openid/jwks/")
             ),
             V.extraTrustRootsFile: VariableCase(
                 environment: [V.extraTrustRootsFile: trustRoots],
@@ -903,6 +967,8 @@ private final class Materials {
             return app.privateKeyFile
         case "google.apps[].client_secret_file":
             return try googleSecretFile(clientID: entry["client_id"]?.stringValue ?? "").path
+        case "facebook.apps[].app_secret_file":
+            return try facebookSecretFile(appID: entry["app_id"]?.stringValue ?? "").path
         case "webhooks[].secret_file":
             let text = WebhookSecret.generate()
             guard let secret = WebhookSecret(text) else { throw ContractError("WebhookSecret.generate() made an unreadable secret") }
@@ -953,8 +1019,15 @@ private final class Materials {
                 "token_uri": .string("https://oauth2.googleapis.com/token"),
             ])
         ])
-        let mark = JSON.string(fingerprint(ofGoogleSecret: app.clientSecret))
+        let mark = JSON.string(fingerprint(ofSecret: app.clientSecret))
         return (try secretFile(String(decoding: try download.encoded(), as: UTF8.self), named: "google-client-secret.json", fingerprint: mark), mark)
+    }
+
+    /// The app secret alone (32 hex digits), as the App Dashboard shows it.
+    func facebookSecretFile(appID: String) throws -> (path: String, fingerprint: JSON) {
+        let app = try LocalFacebookAppFiles(appID: appID, directory: directory)
+        let mark = JSON.string(fingerprint(ofSecret: app.appSecret))
+        return (try secretFile(app.appSecret + "\n", named: "facebook-app-secret", fingerprint: mark), mark)
     }
 
     func auditSigningKeyFile() throws -> (path: String, fingerprint: JSON) {
@@ -983,8 +1056,8 @@ private func exampleDocument() throws -> JSON {
 /// Whether `key` names a file or directory, which the example's placeholders cannot be.
 private func namesFile(_ key: String) -> Bool { key.hasSuffix("_file") || key.hasSuffix("_files") || key == "witness_path" }
 
-/// A Google client secret as it may be printed: its SHA-256.
-private func fingerprint(ofGoogleSecret secret: String) -> String {
+/// A Google client secret or a Facebook app secret as it may be printed: its SHA-256.
+private func fingerprint(ofSecret secret: String) -> String {
     "sha256:" + SHA256.hash(data: Data(secret.utf8)).map { String(format: "%02x", $0) }.joined()
 }
 

@@ -1,11 +1,12 @@
 import AppleSignIn
+import FacebookLogin
 import GoogleSignIn
 import RevokerProvider
 import RevokerStore
 
 extension RevokerConfiguration {
     /// Every provider this build serves: one line per provider.
-    public static let plugins: [RegisteredProvider] = [.init(ApplePlugin.self), .init(GooglePlugin.self)]
+    public static let plugins: [RegisteredProvider] = [.init(ApplePlugin.self), .init(GooglePlugin.self), .init(FacebookPlugin.self)]
 }
 
 extension AuditEventKind {

@@ -1,6 +1,8 @@
 import AppleSignIn
 import AppleSignInSandbox
 import ArgumentParser
+import FacebookLogin
+import FacebookLoginSandbox
 import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
@@ -11,12 +13,15 @@ import ProviderSandbox
 struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sandbox",
-        abstract: "Run local stand-ins for Sign in with Apple and Google's OAuth endpoints, for testing an integration without them.",
+        abstract:
+            "Run local stand-ins for Sign in with Apple, Google's OAuth endpoints and Facebook's Graph API, for testing an integration without them.",
         discussion: """
-            Serves /auth/token, /auth/revoke and /auth/keys as Apple does, strictly, and under /google \
-            Google's /token, /revoke and /oauth2/v3/certs. Each has an admin surface (/sandbox/ and \
-            /google/sandbox/) to register apps, sign users in, inject faults and read back what happened \
-            to each grant. The admin surfaces have no authentication: keep them on loopback.
+            Serves /auth/token, /auth/revoke and /auth/keys as Apple does, strictly; under /google \
+            Google's /token, /revoke and /oauth2/v3/certs; under /facebook the Graph API's debug_token \
+            and the removal of an app's login, and Limited Login's keys. Each has an admin surface \
+            (/sandbox/, /google/sandbox/ and /facebook/sandbox/) to register apps, sign users in, inject \
+            faults and read back what happened to each grant. The admin surfaces have no \
+            authentication: keep them on loopback.
             """
     )
 
@@ -55,6 +60,12 @@ struct SandboxCommand: AsyncParsableCommand {
         )
     )
     var googleRegistrations: [String] = []
+
+    @Option(
+        name: .customLong("register-facebook"),
+        help: ArgumentHelp("Register a Facebook app at start: APP_ID,SECRET_FILE (repeatable).", valueName: "app")
+    )
+    var facebookRegistrations: [String] = []
 
     @Option(name: .customLong("internal-error-rate"), help: "Share of /auth calls answered 500.")
     var internalErrorRate = 0.0
@@ -100,6 +111,10 @@ struct SandboxCommand: AsyncParsableCommand {
         for app in apps { try await sandbox.register(app) }
         let google = try await GoogleSandbox(configuration: .init(codeLifetime: .seconds(codeLifetime), faults: faults))
         for client in clients { try await google.register(clientID: client.clientID, clientSecret: client.secret.value) }
+        let facebook = try await FacebookSandbox(configuration: .init(faults: faults))
+        for app in try facebookRegistrations.map(Self.parseFacebookRegistration) {
+            try await facebook.register(appID: app.appID, appSecret: app.secret.value)
+        }
         let tls = try httpsAuthorityFile.map { file in
             let tls = try SandboxTLS()
             do {
@@ -110,12 +125,16 @@ struct SandboxCommand: AsyncParsableCommand {
             return tls
         }
         let scheme = tls == nil ? "http" : "https"
-        let application = try sandbox.application(host: host, port: port, tls: tls, logger: logger, beside: google) { [host] port in
+        let application = try sandbox.application(host: host, port: port, tls: tls, logger: logger, beside: google, facebook) { [host] port in
             // Written unbuffered: scripts wait for this line on a pipe.
             FileHandle.standardOutput.write(
                 Data(
-                    "Apple sandbox listening on \(scheme)://\(host):\(port)\nGoogle sandbox listening on \(scheme)://\(host):\(port)\(GoogleSandbox.prefix)\n"
-                        .utf8
+                    """
+                    Apple sandbox listening on \(scheme)://\(host):\(port)
+                    Google sandbox listening on \(scheme)://\(host):\(port)\(GoogleSandbox.prefix)
+                    Facebook sandbox listening on \(scheme)://\(host):\(port)\(FacebookSandbox.prefix)
+
+                    """.utf8
                 )
             )
         }
@@ -150,6 +169,20 @@ extension SandboxCommand {
             return (parts[0], try GoogleClientSecret.load(contentsOfFile: parts[1], clientID: parts[0]))
         } catch let error as GoogleSignInError {
             throw ValidationError(error.message)
+        }
+    }
+}
+
+extension SandboxCommand {
+    static func parseFacebookRegistration(_ value: String) throws -> FacebookApp {
+        let parts = value.split(separator: ",", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else {
+            throw ValidationError("--register-facebook expects APP_ID,SECRET_FILE; got \(parts.count) part\(parts.count == 1 ? "" : "s").")
+        }
+        do {
+            return try FacebookApp(appID: parts[0], secret: FacebookAppSecret.load(contentsOfFile: parts[1]))
+        } catch let error as FacebookLoginError {
+            throw ValidationError("--register-facebook: \(error.message)")
         }
     }
 }
