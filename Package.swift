@@ -579,6 +579,8 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration"),
                 "AppleSignIn",
                 "AppleSignInSandbox",
+                "FacebookLogin",
+                "FacebookLoginSandbox",
                 "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerEvidence",

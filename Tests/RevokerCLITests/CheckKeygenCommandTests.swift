@@ -1,4 +1,6 @@
 import AppleSignInSandbox
+import FacebookLogin
+import FacebookLoginSandbox
 import Foundation
 import GoogleSignInSandbox
 import ProviderSandbox
@@ -155,6 +157,34 @@ struct CheckKeygenCommandTests {
             #expect(result.stderr.contains("2-web.apps.googleusercontent.com"))
             let statistics = try await sandbox.google.statistics()
             #expect(statistics.byOutcome["/revoke 400 invalid_token"] == 2, "each app's revoke probe reached Google and touched nothing")
+        }
+    }
+
+    @Test("check lists the Facebook apps and check --online asks the Graph API about each app's own token")
+    func facebookOnline() async throws {
+        try await RunningSandbox.with { sandbox in
+            let configuration = try LocalConfiguration(apps: [.apple: ["com.example.app"], .facebook: ["1111111111111111", "2222222222222222"]])
+            defer { try? FileManager.default.removeItem(at: configuration.directory) }
+            try await configuration.register(with: sandbox)
+            // Facebook knows another secret for the second app than the file holds (it was reset).
+            try await FacebookSandboxAdmin(baseURL: sandbox.baseURL + FacebookSandbox.prefix, httpClient: sandbox.httpClient)
+                .registerApp(appID: "2222222222222222", appSecret: "0123456789abcdef0123456789abcdef")
+            let environment = configuration.environment(databaseURL: "", sandbox: sandbox).filter { $0.key != "DATABASE_URL" }
+            let result = try await RevokerProcess.run(["check", "--online"], environment: environment)
+            #expect(result.status == 1, "\(result.stderr)")
+            for app in configuration.apps(LocalFacebookAppFiles.self) {
+                #expect(!result.stdout.contains(app.appSecret) && !result.stderr.contains(app.appSecret), "an app secret was printed")
+            }
+            let report = try #require(try parseJSON(result.stdout) as? [String: Any])
+            let facebook = try #require(report["facebook"] as? [String: Any])
+            #expect(facebook["graph_version"] as? String == "v25.0")
+            let apps = try #require(facebook["apps"] as? [[String: Any]])
+            let byID = Dictionary(uniqueKeysWithValues: apps.compactMap { app in (app["app_id"] as? String).map { ($0, app) } })
+            #expect(byID["1111111111111111"]?["app_secret"] as? String == "loaded")
+            #expect((byID["1111111111111111"]?["online"] as? [String: Any])?["result"] as? String == "accepted")
+            let wrong = try #require(byID["2222222222222222"]?["online"] as? [String: Any])
+            #expect(wrong["result"] as? String == "failed" && (wrong["detail"] as? String)?.contains("app secret is wrong") == true, "\(wrong)")
+            #expect(result.stderr.contains("2222222222222222"))
         }
     }
 
