@@ -353,6 +353,8 @@ let package = Package(
                 "AppleSignIn",
                 "AppleSignInSandbox",
                 "GoogleSignIn",
+                "FacebookLogin",
+                "FacebookLoginSandbox",
                 "GoogleSignInSandbox",
                 "RevokerApp",
                 "RevokerHTTP",

@@ -33,7 +33,7 @@ extension Benchmark {
     func measureCustody(latency: Int, kill: Bool) async throws -> BenchmarkReport.Custody {
         let concurrency = options.concurrency(atLatency: latency)
         let worker: [String: any Sendable] = ["concurrency": concurrency, "batch_size": min(options.batchSize, concurrency)]
-        return try await withStage(latency: latency, worker: worker, google: true) { stage in
+        return try await withStage(latency: latency, worker: worker, mixed: true) { stage in
             let accounts = kill ? options.custodyKillAccounts : options.custodyAccounts
             let apps = [(ProviderName.apple, Self.apps[0]), (.apple, Self.apps[1]), (.google, Self.googleApp)]
             let codes = try await concurrently(accounts * apps.count, width: 16) { index in

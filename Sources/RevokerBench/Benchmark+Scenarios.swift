@@ -1,4 +1,5 @@
 import AppleSignInSandbox
+import FacebookLogin
 import Foundation
 import GoogleSignInSandbox
 import PostgresNIO
@@ -40,7 +41,7 @@ extension Benchmark {
     func measureDrain(
         latency: Int,
         processes: Int,
-        google: Bool = false,
+        mixed: Bool = false,
         transport: SandboxTransport? = nil,
         tracing: OTLPReceiver.Sampling? = nil
     ) async throws -> BenchmarkReport.Drain {
@@ -48,11 +49,12 @@ extension Benchmark {
         let batch = min(options.batchSize, concurrency)
         let worker: [String: any Sendable] = ["concurrency": concurrency, "batch_size": batch]
         let transport = transport ?? options.transport
-        return try await withStage(latency: latency, worker: worker, google: google, transport: transport) { stage in
+        return try await withStage(latency: latency, worker: worker, mixed: mixed, transport: transport) { stage in
             let grants = try await Grant.mint(
                 options.requests,
                 apps: Self.apps,
-                googleApp: google ? Self.googleApp : nil,
+                googleApp: mixed ? Self.googleApp : nil,
+                facebookApp: mixed ? Self.facebookApp : nil,
                 prefix: "user-",
                 sandbox: stage.sandbox
             )
@@ -130,7 +132,7 @@ extension Benchmark {
             }
             let revocations = Double(max(outcome.revoked, 1))
             return BenchmarkReport.Drain(
-                workload: google ? "apple+google" : "apple",
+                workload: mixed ? "apple+google+facebook" : "apple",
                 transport: transport.rawValue,
                 providerConnections: peakConnections - ownConnections,
                 workerPeakOpenFiles: peakOpenFiles,
@@ -317,7 +319,11 @@ struct DrainOutcome {
             let states = byState.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
             problems.append("\(revoked) of \(grants.count) requests ended revoked (\(states))")
         }
-        let reports = Dictionary(uniqueKeysWithValues: try await (sandbox.admin.grants() + sandbox.google.grants()).map { ($0.id, $0) })
+        let reports = Dictionary(
+            uniqueKeysWithValues: try await (sandbox.admin.grants() + sandbox.google.grants() + sandbox.admin(for: .facebook).grants()).map {
+                ($0.id, $0)
+            }
+        )
         let unrevoked = grants.filter { reports[$0.grantID]?.revoked != true }.count
         if unrevoked > 0 { problems.append("the sandbox saw \(unrevoked) of \(grants.count) grants not revoked") }
         return problems

@@ -1,5 +1,6 @@
 import AppleSignIn
 import AppleSignInSandbox
+import FacebookLogin
 import Foundation
 import GoogleSignInSandbox
 import Logging
@@ -26,6 +27,7 @@ public struct Benchmark: Sendable {
     static let apps = ["com.example.bench.notes", "com.example.bench.photos"]
     /// The Google client of the mixed workload.
     static let googleApp = "1000-bench.apps.googleusercontent.com"
+    static let facebookApp = "1000000000000001"
     /// Marks the benchmark's own SQL, so that statement counts leave it out.
     static let marker = "/* revoker-bench */"
 
@@ -81,7 +83,7 @@ public struct Benchmark: Sendable {
         }
         for latency in options.mixedLatenciesMilliseconds {
             progress("drain: \(options.requests) requests, every other one a Google grant, latency \(latency) ms, 1 worker process")
-            let drain = try await measureDrain(latency: latency, processes: 1, google: true)
+            let drain = try await measureDrain(latency: latency, processes: 1, mixed: true)
             progress(
                 "  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s\(drain.valid ? "" : " INVALID: \(drain.problems.joined(separator: "; "))")"
             )
@@ -130,19 +132,22 @@ public struct Benchmark: Sendable {
     func withStage<T: Sendable>(
         latency: Int = 0,
         worker: [String: any Sendable] = [:],
-        google: Bool = false,
+        mixed: Bool = false,
         transport: SandboxTransport? = nil,
         _ body: (Stage) async throws -> T
     ) async throws -> T {
         try await LocalStack.with(
             transport: transport ?? options.transport,
-            apps: [.apple: Self.apps, .google: google ? [Self.googleApp] : []],
+            apps: [.apple: Self.apps, .google: mixed ? [Self.googleApp] : [], .facebook: mixed ? [Self.facebookApp] : []],
             worker: worker,
             sandbox: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
             google: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
             server: options.databaseURL,
             logger: logger
         ) { stage in
+            if mixed {
+                try await stage.sandbox.admin(for: .facebook).setFaults(SandboxFaults(latencyMilliseconds: latency))
+            }
             if !options.auditChain {
                 for statement in Self.withoutAuditChain {
                     _ = try await stage.database.client.query(PostgresQuery(unsafeSQL: statement), logger: logger).collect()

@@ -61,7 +61,7 @@ public struct BenchmarkReport: Codable, Sendable {
 
     /// One drain of a backlog.
     public struct Drain: Codable, Sendable {
-        /// Whose grants: `apple`, or `apple+google` (every other request Google's).
+        /// Whose grants: `apple`, or `apple+google+facebook` (a third of the requests each).
         public var workload: String?
         /// How the workers reached the sandbox: `http1` (plain) or `https` (TLS, HTTP/2 negotiated).
         public var transport: String?
@@ -263,7 +263,7 @@ extension BenchmarkReport {
             ])
         }
         lines.append(
-            "Drain (\(requests) requests: 80% refresh tokens, 20% authorization codes; apple: two Apple apps, apple+google: every other request a Google grant)"
+            "Drain (\(requests) requests: 80% refresh tokens, 20% authorization codes; apple: two Apple apps, apple+google+facebook: a third of the requests each provider's)"
         )
         lines += Self.align(rows).map { "  " + $0 }
         if let pickup {

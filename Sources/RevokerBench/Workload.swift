@@ -1,6 +1,8 @@
 import AppleSignInSandbox
 import AsyncHTTPClient
 import Crypto
+import FacebookLogin
+import FacebookLoginSandbox
 import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
@@ -35,11 +37,13 @@ struct Grant: Sendable {
     }
 
     /// Signs `count` users in at the sandbox: each gets a live code or refresh token. With a
-    /// `googleApp`, every other user signed in with Google instead.
+    /// `googleApp`, every other user signed in with Google instead; with a `facebookApp` too, a
+    /// third each with Apple, Google and Facebook (a person's token, proven and their login ended).
     static func mint(
         _ count: Int,
         apps: [String],
         googleApp: String? = nil,
+        facebookApp: String? = nil,
         prefix: String,
         sandbox: RunningSandbox,
         width: Int = 16
@@ -47,7 +51,19 @@ struct Grant: Sendable {
         try await concurrently(count, width: width) { index in
             let (clientID, reference, kind) = planned(index, apps: apps, prefix: prefix)
             let subject = "bench-\(reference)"
-            if let googleApp, index % 2 == 1 {
+            if let facebookApp, index % 3 == 2 {
+                let facebook = FacebookSandboxAdmin(baseURL: sandbox.baseURL + FacebookSandbox.prefix, httpClient: sandbox.httpClient)
+                let minted = try await facebook.signIn(appID: facebookApp, userID: "\(1_000_000 + index)")
+                return Grant(
+                    provider: .facebook,
+                    clientID: facebookApp,
+                    reference: reference,
+                    kind: .refreshToken,
+                    secret: minted.value,
+                    grantID: minted.grantID
+                )
+            }
+            if let googleApp, index % (facebookApp == nil ? 2 : 3) == 1 {
                 let minted =
                     kind == .authorizationCode
                     ? try await sandbox.google.mintCode(.init(clientID: googleApp, subject: subject))

@@ -13,7 +13,7 @@ struct BenchmarkSmokeTests {
 
         #expect(report.valid, "\(report.table())")
         #expect(report.drains.map(\.workerProcesses) == [1, 2, 1, 1])
-        #expect(report.drains.map(\.workload) == ["apple", "apple", "apple", "apple+google"])
+        #expect(report.drains.map(\.workload) == ["apple", "apple", "apple", "apple+google+facebook"])
         #expect(report.drains.map(\.transport) == ["http1", "http1", "https", "http1"])
         // Over HTTP/2 one worker's calls share a few connections; over HTTP/1.1 at least one each.
         let https = try #require(report.drains.first { $0.transport == "https" })
@@ -41,6 +41,6 @@ struct BenchmarkSmokeTests {
         // The JSON written for people and CI decodes back and holds the same verdict.
         let decoded = try JSONSerialization.jsonObject(with: report.json()) as? [String: Any]
         #expect((decoded?["drains"] as? [Any])?.count == 4)
-        #expect(report.table().contains("apple+google"))
+        #expect(report.table().contains("apple+google+facebook"))
     }
 }
