@@ -17,8 +17,9 @@ import ProviderSandbox
 /// surface: register apps, sign people in (classic or Limited Login), make genuine and forged
 /// `signed_request`s and Limited Login tokens, rotate keys, inject faults, and read back what
 /// happened to each grant. It has no authentication: bind it to loopback.
-public struct FacebookSandbox: MountableSandbox {
+public struct FacebookSandbox: PrefixedSandbox {
     /// Where the routes start when the sandbox is served beside the others.
+    public static let serverName = "FacebookLoginSandbox"
     public static let prefix = "/facebook"
 
     public struct Configuration: Sendable {
@@ -54,28 +55,6 @@ public struct FacebookSandbox: MountableSandbox {
         self.configuration = configuration
         self.state = FacebookSandboxState(faults: configuration.faults)
         self.keys = try await SandboxSigningKeys()
-    }
-
-    /// An application serving the sandbox at the root; `onServerRunning` receives the bound port.
-    public func application(
-        host: String = "127.0.0.1",
-        port: Int = 0,
-        logger: Logger = Logger(label: "revoker.facebook-sandbox"),
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
-        let router = Router(context: SandboxRequestContext.self)
-        addRoutes(to: router, prefix: "")
-        return Application(
-            router: router,
-            configuration: .init(address: .hostname(host, port: port), serverName: "FacebookLoginSandbox"),
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
-            logger: logger
-        )
-    }
-
-    /// Adds the sandbox's routes under ``prefix``, to serve it beside the others.
-    public func addRoutes(to router: Router<SandboxRequestContext>) {
-        addRoutes(to: router, prefix: Self.prefix)
     }
 
     /// Adds the sandbox's routes under `prefix`.

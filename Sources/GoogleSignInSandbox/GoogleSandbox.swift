@@ -15,8 +15,9 @@ import ProviderSandbox
 /// keys that sign identity tokens with a `Cache-Control: max-age`. `/sandbox/*` is the admin
 /// surface: register clients, sign users in, rotate keys, inject faults, send RISC events and
 /// read back what happened to each grant. It has no authentication: bind it to loopback.
-public struct GoogleSandbox: MountableSandbox {
+public struct GoogleSandbox: PrefixedSandbox {
     /// Where the routes start when the sandbox is served beside Apple's.
+    public static let serverName = "GoogleSignInSandbox"
     public static let prefix = "/google"
 
     public struct Configuration: Sendable {
@@ -53,28 +54,6 @@ public struct GoogleSandbox: MountableSandbox {
         self.configuration = configuration
         self.state = GoogleSandboxState(faults: configuration.faults)
         self.keys = try await SandboxSigningKeys()
-    }
-
-    /// An application serving the sandbox at the root; `onServerRunning` receives the bound port.
-    public func application(
-        host: String = "127.0.0.1",
-        port: Int = 0,
-        logger: Logger = Logger(label: "revoker.google-sandbox"),
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
-    ) -> some ApplicationProtocol {
-        let router = Router(context: SandboxRequestContext.self)
-        addRoutes(to: router, prefix: "")
-        return Application(
-            router: router,
-            configuration: .init(address: .hostname(host, port: port), serverName: "GoogleSignInSandbox"),
-            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
-            logger: logger
-        )
-    }
-
-    /// Adds the sandbox's routes under ``prefix``, to serve it beside Apple's.
-    public func addRoutes(to router: Router<SandboxRequestContext>) {
-        addRoutes(to: router, prefix: Self.prefix)
     }
 
     /// Adds the sandbox's routes under `prefix`.

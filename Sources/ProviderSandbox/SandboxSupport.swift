@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -88,6 +89,40 @@ package struct SandboxFormProblem: Error, Sendable {
 public protocol MountableSandbox: Sendable {
     /// Adds the sandbox's routes under its prefix.
     func addRoutes(to router: Router<SandboxRequestContext>)
+}
+
+/// A sandbox served under a prefix beside Apple's, or alone at the root.
+public protocol PrefixedSandbox: MountableSandbox {
+    /// Where its routes start beside the others (`/google`).
+    static var prefix: String { get }
+    /// The `Server` header it answers with, and its logger's label.
+    static var serverName: String { get }
+    /// Adds its routes under `prefix`.
+    func addRoutes(to router: Router<SandboxRequestContext>, prefix: String)
+}
+
+extension PrefixedSandbox {
+    /// Adds the sandbox's routes under ``prefix``, to serve it beside the others.
+    public func addRoutes(to router: Router<SandboxRequestContext>) {
+        addRoutes(to: router, prefix: Self.prefix)
+    }
+
+    /// An application serving the sandbox at the root; `onServerRunning` receives the bound port.
+    public func application(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        logger: Logger? = nil,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let router = Router(context: SandboxRequestContext.self)
+        addRoutes(to: router, prefix: "")
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(host, port: port), serverName: Self.serverName),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+            logger: logger ?? Logger(label: "revoker.sandbox." + Self.serverName)
+        )
+    }
 }
 
 /// Messages a sandbox pushed to receivers (notifications, security events), for replays.
