@@ -46,6 +46,9 @@ APPLE_A, APPLE_B = (ENV.get("FO_APPLE_CLIENT_IDS", ",").split(",") + ["", ""])[:
 GOOGLE = ENV.get("FO_GOOGLE_CLIENT_ID", "")
 SERVE_PORTS = [int(p) for p in ENV.get("FO_SERVE_PORTS", "").split(",") if p]
 SERVE_PIDS = [int(p) for p in ENV.get("FO_SERVE_PIDS", "").split(",") if p]
+# Seconds after the database is writable again within which workers, the backlog and every
+# request in flight must move on (--slack).
+SLACK = 5.0
 SERVE_NAMES = ENV.get("FO_SERVE_NAMES", "a,b").split(",")
 ENDPOINT = "failover-backend"
 
@@ -685,12 +688,12 @@ def assess(phase, kill, ops, figures, T, W, start, load_end, kill_info, monitor,
     figures["live_workers_by_metrics_at_end"] = after[-1][2] if after else None
 
     writable = (W - T) if W else None
-    limit = (writable + 5) if writable is not None else None
-    check(f"phase {phase}: live workers back to 2 within the switch + 5 s (back at {figures['live_workers_back_s']} s, writable at "
+    limit = (writable + SLACK) if writable is not None else None
+    check(f"phase {phase}: live workers back to 2 within the switch + {SLACK:g} s (back at {figures['live_workers_back_s']} s, writable at "
           f"{seconds(writable)} s; /metrics says 2 on both at {figures['live_workers_back_by_metrics_s']} s)",
           back is not None and limit is not None and back - T <= limit,
           f"last samples (database, /metrics a, b): {[(round(at - T, 1), live, m) for at, live, m in after[-4:]]}")
-    check(f"phase {phase}: the backlog resumed within the switch + 5 s (first revocation finished {figures['kill_to_first_revocation_s']} s "
+    check(f"phase {phase}: the backlog resumed within the switch + {SLACK:g} s (first revocation finished {figures['kill_to_first_revocation_s']} s "
           f"after the kill, writable at {seconds(writable)} s)",
           revoked_after and limit is not None and revoked_after[0] - T <= limit, "no revocation finished after the kill" if not revoked_after else "")
     # Both workers live through the whole test (only the database dies): a rescue after the kill
@@ -709,7 +712,7 @@ def assess(phase, kill, ops, figures, T, W, start, load_end, kill_info, monitor,
           not rescue_rows, "; ".join(rescue_rows[:6]))
     late = sorted(((r, round(v["next_at"] - T, 1), v["next"]) for r, v in in_flight.items() if v["next_at"] and limit is not None and v["next_at"] - T > limit),
                   key=lambda x: -x[1])
-    check(f"phase {phase}: no request waited for a lease beyond the switch + 5 s ({len(in_flight)} in flight at the kill, longest until "
+    check(f"phase {phase}: no request waited for a lease beyond the switch + {SLACK:g} s ({len(in_flight)} in flight at the kill, longest until "
           f"its next step {figures['longest_wait_after_kill_s']} s; {len(rescued)} rescued, {len(released)} released after the kill)",
           not late and not stuck, f"waited: {late[:10]}; never moved again: {stuck[:10]}")
 
@@ -1082,10 +1085,13 @@ def main():
     parser.add_argument("--kill", choices=("postgres", "member", "both"), default="both")
     parser.add_argument("--requests", type=int)
     parser.add_argument("--small", action="store_true")
+    parser.add_argument("--slack", type=float, default=5.0)
     parser.add_argument("--async", dest="asynchronous", action="store_true")
     parser.add_argument("--lag", type=float, default=0.0)
     parser.add_argument("--json")
     args = parser.parse_args()
+    global SLACK
+    SLACK = args.slack
     n = args.requests or (300 if args.small else 3000)
     duration = max(30.0, n / 40.0) if not args.small else max(40.0, n / 8.0)
     sync = not args.asynchronous
