@@ -107,9 +107,7 @@ public struct FacebookSandbox: PrefixedSandbox {
             if let app = await state.apps[appID], input == appID + "|" + app.secret {
                 // The app's own token, as a probe asks about it.
                 await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
-                var data = DebugAnswer.Data(error: .init(code: 0, message: ""))
-                (data.appID, data.type, data.application, data.isValid, data.error) = (appID, "APP", "Sandbox app \(appID)", true, nil)
-                return SandboxJSON.response(DebugAnswer(data: data))
+                return SandboxJSON.response(DebugAnswer(data: .init(appID: appID, type: "APP", application: "Sandbox app \(appID)", isValid: true)))
             }
             guard let grant = await state.token(input), let grantID else {
                 await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
@@ -153,7 +151,7 @@ public struct FacebookSandbox: PrefixedSandbox {
             guard let userID = context.parameters.get("user"), FacebookApp.isAppID(userID) else {
                 throw await graphError(endpoint, nil, now, code: 100, "Unsupported delete request.", type: "GraphMethodException")
             }
-            let touched = await state.removeLogin(appID: appID, userID: userID, now: now)
+            let touched = await state.removeLogin(appID: appID, userID: userID)
             await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
             for id in touched { await state.record(endpoint: endpoint, status: 200, error: nil, grantID: id, now: now) }
             return SandboxJSON.response(["success": true])
@@ -263,7 +261,16 @@ struct DebugAnswer: Encodable {
             self.error = error
         }
 
-        init(appID: String, type: String, application: String, expiresAt: Int64, isValid: Bool, issuedAt: Int64, scopes: [String], userID: String) {
+        init(
+            appID: String,
+            type: String,
+            application: String,
+            expiresAt: Int64? = nil,
+            isValid: Bool,
+            issuedAt: Int64? = nil,
+            scopes: [String] = [],
+            userID: String? = nil
+        ) {
             self.appID = appID
             self.type = type
             self.application = application

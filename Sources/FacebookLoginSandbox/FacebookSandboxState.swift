@@ -74,7 +74,7 @@ actor FacebookSandboxState: SandboxRecords {
 
     /// Removes the app's login for the person: every grant of theirs at the app ends. Returns the
     /// grants it touched, and counts one revocation on each that was live.
-    func removeLogin(appID: String, userID: String, now: Date) -> [String] {
+    func removeLogin(appID: String, userID: String) -> [String] {
         let touched = grantOrder.filter { grants[$0]?.report.clientID == appID && grants[$0]?.report.subject == userID }
         for id in touched {
             grants[id]?.report.revokeCalls += 1
