@@ -8,6 +8,7 @@ keys are read from files in the private work directory):
   UI_BASE_URL      http://127.0.0.1:PORT of `revoker serve` (with "http.ui.enabled")
   UI_SANDBOX_URL   http://127.0.0.1:PORT of `revoker sandbox`
   UI_CLIENT_ID     the app registered in both
+  UI_FACEBOOK_APP  a Facebook app registered in both (its Data Deletion Request opens a status page)
   UI_WORK          the private work directory: keys/{compliance,billing,support,custody}.key, downloads
   UI_PUBLIC_KEY    the audit public key (PEM), from `revoker audit public-key`
   UI_SERVE_LOG     the log of `revoker serve` (checked for secrets, its tail shown on failure)
@@ -47,6 +48,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 BASE = os.environ["UI_BASE_URL"].rstrip("/")
 SANDBOX = os.environ["UI_SANDBOX_URL"].rstrip("/")
 CLIENT_ID = os.environ["UI_CLIENT_ID"]
+FACEBOOK_APP = os.environ["UI_FACEBOOK_APP"]
 WORK = Path(os.environ["UI_WORK"])
 PUBLIC_KEY = os.environ["UI_PUBLIC_KEY"]
 SERVE_LOG = Path(os.environ["UI_SERVE_LOG"])
@@ -899,6 +901,48 @@ def browser(driver, ref, ids, subject, session, ref_outcome, account):
               status in (302, 303) and headers.get("Location") == "/ui/sign-in", f"{status} {headers.get('Location')}")
 
     step("sign-out", sign_out)
+
+    # -- a person's data deletion request, on its public status page (no key) --
+    def deletion_status():
+        callback = {"url": f"{BASE}/v1/facebook/data-deletion/{FACEBOOK_APP}", "app_id": FACEBOOK_APP, "user_id": "7000123"}
+        status, _, data = http("POST", SANDBOX + "/facebook/sandbox/callbacks", {"Content-Type": "application/json"},
+                               json.dumps(callback).encode())
+        answer = json.loads(data) if status == 200 else {}
+        check("Facebook's Data Deletion Request callback: 200", answer.get("status") == 200, str(answer.get("status")))
+        reply = json.loads(answer.get("body") or "{}")
+        code, url = reply.get("confirmation_code", ""), reply.get("url", "")
+        check("... answered with a confirmation code and the status page's URL",
+              re.fullmatch(r"[A-Z2-7]{20}", code) is not None and url == f"{BASE}/deletion-status/{code}", f"{code!r} {url!r}")
+        driver.delete_all_cookies()
+        driver.get(url)
+        state = driver.find_elements(By.ID, "state")
+        check("the status page opens in the browser, without a session, and says the request is in progress",
+              bool(state) and state[0].text.startswith("In progress"), state[0].text if state else page_problem(driver))
+        text = driver.find_element(By.TAG_NAME, "body").text
+        check("... shows the code and when it arrived", code in text and bool(driver.find_elements(By.ID, "received")))
+        check("... shows neither the person's id nor the app's", "7000123" not in text and FACEBOOK_APP not in text)
+        screenshots(driver, "deletion-status")  # desktop and phone: no wider than the window
+        status, headers, body = http("GET", url)
+        wrong = security_headers_ok(headers)
+        check(f"the status page's headers: {SECURITY_HEADERS_CHECKED}", status == 200 and not wrong, "; ".join(wrong) or f"status {status}")
+        check("... and it has no <script", b"<script" not in body.lower())
+        reason = "We keep invoices for ten years, as tax law requires. <b>not bold</b>"
+        status, decided = api("POST", f"/v1/erasures/{code}/decision", "billing", {"state": "refused", "justification": reason})
+        check("the backend refuses with a justification: 200", status == 200, f"{status} {decided}")
+        driver.refresh()
+        state = driver.find_elements(By.ID, "state")
+        justification = driver.find_elements(By.ID, "justification")
+        check("after the refresh the page says it was not deleted, and why, as written (markup shown as text)",
+              bool(state) and state[0].text.startswith("Not deleted") and bool(justification) and justification[0].text == reason,
+              justification[0].text if justification else page_problem(driver))
+        screenshots(driver, "deletion-status-refused")
+        driver.get(BASE + "/deletion-status/" + "A" * 20)
+        message = driver.find_elements(By.ID, "message")
+        check("a code that matches no request: the page says so, nothing else",
+              bool(message) and "No request has this code" in message[0].text and code not in driver.page_source,
+              message[0].text if message else page_problem(driver))
+
+    step("a data deletion request's status page", deletion_status)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ public enum FacebookEndpoint: String, Sendable, Hashable, CaseIterable {
     case permissions = "/permissions"
     /// Limited Login's JWKS.
     case limitedLoginKeys = "/.well-known/oauth/openid/jwks/"
+    /// `POST /platform/uninstall/` with a Limited Login token: the app uninstalled for its person.
+    case uninstall = "/platform/uninstall/"
 }
 
 /// Talks to Facebook's Graph API and Limited Login's published keys over one shared, pooled HTTP
@@ -31,6 +33,8 @@ public struct FacebookClient: Sendable {
         public static let graphVersion = "v25.0"
         /// Limited Login's signing keys.
         public static let limitedLoginKeysURL = "https://limited.facebook.com/.well-known/oauth/openid/jwks/"
+        /// Limited Login's uninstall endpoint.
+        public static let limitedLoginUninstallURL = "https://www.limited.facebook.com/platform/uninstall/"
 
         /// The base of Graph's paths, without a trailing slash; the sandbox's in tests.
         public var graphBaseURL: String
@@ -38,6 +42,8 @@ public struct FacebookClient: Sendable {
         public var graphVersion: String
         /// The JWKS of Limited Login's tokens.
         public var limitedLoginKeysURL: String
+        /// Where a Limited Login grant is ended.
+        public var limitedLoginUninstallURL: String
         /// The whole-call deadline, connection to last body byte.
         public var timeout: Duration
         public var userAgent: String
@@ -48,6 +54,7 @@ public struct FacebookClient: Sendable {
             graphBaseURL: String = Self.graphBaseURL,
             graphVersion: String = Self.graphVersion,
             limitedLoginKeysURL: String = Self.limitedLoginKeysURL,
+            limitedLoginUninstallURL: String = Self.limitedLoginUninstallURL,
             timeout: Duration = .seconds(10),
             userAgent: String = "Revoker/1.0 (Facebook Login account deletion)",
             maximumResponseBytes: Int = 64 * 1024
@@ -57,6 +64,7 @@ public struct FacebookClient: Sendable {
             self.graphBaseURL = base
             self.graphVersion = graphVersion
             self.limitedLoginKeysURL = limitedLoginKeysURL
+            self.limitedLoginUninstallURL = limitedLoginUninstallURL
             self.timeout = timeout
             self.userAgent = userAgent
             self.maximumResponseBytes = maximumResponseBytes
@@ -123,6 +131,35 @@ public struct FacebookClient: Sendable {
         }
     }
 
+    /// Uninstalls the app for the person of a Limited Login token (`id_token` and `app_id`, as
+    /// Meta documents the endpoint). Meta documents neither the answer nor the errors: any 2xx
+    /// is taken as done; Graph's throttling and downtime codes are retried, and any other refusal
+    /// is final for the request (never the app's configuration: no app credential is sent).
+    public func uninstall(identityToken: String, app: FacebookApp) async throws {
+        let endpoint = FacebookEndpoint.uninstall
+        let transport = transport()
+        let response = try await transport.send(
+            configuration.limitedLoginUninstallURL,
+            endpoint: endpoint.rawValue,
+            method: .POST,
+            form: [("id_token", identityToken), ("app_id", app.appID)]
+        )
+        guard !(200...299).contains(response.status) else { return }
+        var failure = Self.failure(endpoint, response, secrets: [identityToken])
+        if failure.classification == .configurationFault || failure.classification == .credentialRejected {
+            failure = ProviderFailure(
+                endpoint: failure.endpoint,
+                classification: .requestRejected,
+                httpStatus: failure.httpStatus,
+                error: failure.error,
+                errorDescription: failure.errorDescription,
+                retryAfter: failure.retryAfter,
+                detail: failure.detail + " (the Limited Login token was refused)"
+            )
+        }
+        throw failure
+    }
+
     /// Limited Login's signing keys and how long they may be cached (`Cache-Control: max-age`).
     public func limitedLoginKeys() async throws -> (keys: JWKS, maxAge: Duration?) {
         let endpoint = FacebookEndpoint.limitedLoginKeys
@@ -162,7 +199,11 @@ public struct FacebookClient: Sendable {
     }
 
     private func send(_ url: String, _ endpoint: FacebookEndpoint, method: HTTPMethod) async throws -> ProviderTransport.Response {
-        let transport = ProviderTransport(
+        try await transport().send(url, endpoint: endpoint.rawValue, method: method, form: nil)
+    }
+
+    private func transport() -> ProviderTransport {
+        ProviderTransport(
             httpClient: clients.next(),
             provider: .facebook,
             timeout: configuration.timeout,
@@ -170,7 +211,6 @@ public struct FacebookClient: Sendable {
             maximumResponseBytes: configuration.maximumResponseBytes,
             logger: logger
         )
-        return try await transport.send(url, endpoint: endpoint.rawValue, method: method, form: nil)
     }
 
     /// An answer that was not a success, as a classified failure: Graph's error object read by

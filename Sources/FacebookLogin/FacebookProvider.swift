@@ -19,6 +19,11 @@ public struct FacebookProvider: SignInProvider {
 
     public func app(clientID: String) -> (any ProviderApp)? { apps[clientID] }
 
+    /// A person's access token, or a Limited Login token: Facebook issues no code or refresh
+    /// token to an app's client.
+    public var credentialKinds: Set<String> { ["access_token", "identity_token"] }
+    public var grantKinds: Set<String> { credentialKinds }
+
     /// A Limited Login token, verified completely; returns the app-scoped user id.
     public func verifyIdentityToken(_ token: String, clientID: String) async throws -> String {
         guard apps[clientID] != nil else {
@@ -55,15 +60,35 @@ public struct FacebookProviderApp: ProviderApp {
         )
     }
 
-    /// The user access token is this app's and live: `debug_token` names its person.
-    public func prove(refreshToken token: String) async throws -> GrantProof {
-        GrantProof(identity: .verified(subject: try await person(of: token, live: true)))
+    /// Facebook issues no refresh token to an app's client.
+    public func prove(refreshToken _: String) async throws -> GrantProof {
+        throw ProviderFailure(
+            endpoint: tokenEndpoint,
+            classification: .requestRejected,
+            httpStatus: nil,
+            error: "unsupported_credential",
+            detail: "Facebook Login issues no refresh token; give the person's access token"
+        )
     }
 
-    /// Ends the login of the person whose token it is: `debug_token` names them (an expired token
-    /// still does), then the app's own token removes the app's login for them.
-    public func revoke(token: String, kind _: GrantTokenKind) async throws {
-        try await client.removeLogin(userID: try await person(of: token, live: false), app: app)
+    public var provesAccessTokens: Bool { true }
+
+    /// The user access token is this app's, and its person has not removed the app: `debug_token`
+    /// names them. An expired token still names a live grant (the app's token ends it).
+    public func prove(accessToken token: String) async throws -> GrantProof {
+        GrantProof(identity: .verified(subject: try await person(of: token)))
+    }
+
+    /// Ends the person's grant. An access token: `debug_token` names its person (an expired token
+    /// still does), then the app's own token removes the app's login for them. A Limited Login
+    /// token: the uninstall endpoint Meta documents for Limited Login.
+    public func revoke(token: String, kind: GrantTokenKind) async throws {
+        if kind == .identityToken { return try await client.uninstall(identityToken: token, app: app) }
+        try await client.removeLogin(userID: try await person(of: token), app: app)
+    }
+
+    public func revokeEndpoint(for kind: GrantTokenKind) -> String {
+        kind == .identityToken ? FacebookEndpoint.uninstall.rawValue : revokeEndpoint
     }
 
     /// `debug_token` of the app's own token: Facebook answers once it accepts the app id and
@@ -81,10 +106,10 @@ public struct FacebookProviderApp: ProviderApp {
     }
 
     /// The app-scoped id of the person a user access token belongs to. A token Facebook never
-    /// issued, or (when `live`) one no longer valid, is refused for good as already invalid, and
-    /// so is one whose person already removed the app (subcode 458) either way; another app's
-    /// token is refused as not this app's.
-    func person(of token: String, live: Bool) async throws -> String {
+    /// issued, or one whose person already removed the app (subcode 458), is refused for good as
+    /// already invalid; another app's token is refused as not this app's. An expired token still
+    /// names its person.
+    func person(of token: String) async throws -> String {
         let info: FacebookTokenInfo
         do {
             info = try await client.debugToken(token, app: app)
@@ -103,7 +128,6 @@ public struct FacebookProviderApp: ProviderApp {
             throw rejected("Facebook does not know the token as a user token of this app")
         }
         if info.failureSubcode == 458 { throw rejected("the person already removed the app") }
-        if live, !info.isValid { throw rejected("the token is no longer valid") }
         return userID
     }
 

@@ -62,6 +62,7 @@ public struct FacebookSandbox: PrefixedSandbox {
         let group = router.group(RouterPath(prefix))
         group.get(":version/debug_token") { request, context in try await self.debugToken(request, context: context) }
         group.delete(":version/:user/permissions") { request, context in try await self.removeLogin(request, context: context) }
+        group.post("platform/uninstall") { request, context in try await self.uninstall(request, context: context) }
         group.get(".well-known/oauth/openid/jwks") { _, context in
             let now = self.clock.now
             if let answer = try await self.state.keyFaults.inject(
@@ -154,6 +155,36 @@ public struct FacebookSandbox: PrefixedSandbox {
             let touched = await state.removeLogin(appID: appID, userID: userID)
             await state.record(endpoint: endpoint, status: 200, error: nil, grantID: nil, now: now)
             for id in touched { await state.record(endpoint: endpoint, status: 200, error: nil, grantID: id, now: now) }
+            return SandboxJSON.response(["success": true])
+        } catch let answer as SandboxAnswer {
+            return answer.response
+        }
+    }
+
+    /// Limited Login's uninstall: `id_token` and `app_id` in a form. Meta documents no answer or
+    /// error; the sandbox answers `{"success": true}`, takes a token it issued to that app even once
+    /// expired (a grant is ended long after its sign-in), and refuses others in Graph's shape.
+    func uninstall(_ request: Request, context: SandboxRequestContext) async throws -> Response {
+        let endpoint = FacebookEndpoint.uninstall.rawValue
+        let now = clock.now
+        let form: [String: String]
+        switch try await SandboxForm.fields(of: request, secretParameters: ["id_token"]) {
+        case .success(let fields): form = fields
+        case .failure(let problem):
+            return await graphError(endpoint, nil, now, code: 100, problem.reason, type: "GraphMethodException").response
+        }
+        let token = form["id_token"] ?? ""
+        let grantID = await state.identityGrant(token)?.report.id
+        do {
+            try await inject(endpoint: endpoint, grantID: grantID, now: now, context: context)
+            guard let grant = await state.identityGrant(token) else {
+                throw await graphError(endpoint, nil, now, code: 190, "Invalid id_token")
+            }
+            guard let appID = form["app_id"], appID == grant.report.clientID else {
+                throw await graphError(endpoint, grantID, now, code: 100, "The app_id does not match the id_token", type: "GraphMethodException")
+            }
+            _ = await state.uninstall(token)
+            await state.record(endpoint: endpoint, status: 200, error: nil, grantID: grantID, now: now)
             return SandboxJSON.response(["success": true])
         } catch let answer as SandboxAnswer {
             return answer.response

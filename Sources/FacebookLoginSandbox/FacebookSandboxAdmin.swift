@@ -284,6 +284,7 @@ extension FacebookSandbox {
         let genuine = signature == .genuine && body.issuer == nil && body.audience == nil && body.issuedIn == nil && body.expiresIn == nil
         let grantID =
             genuine ? await state.signIn(appID: body.appID, userID: body.subject, accessToken: false, lifetime: lifetime, now: now).grantID : ""
+        if genuine { await state.issued(identityToken: token, grantID: grantID) }
         return SandboxAdmin.Minted(value: token, grantID: grantID)
     }
 

@@ -22,6 +22,8 @@ actor FacebookSandboxState: SandboxRecords {
     private var grants: [String: Grant] = [:]
     private var grantOrder: [String] = []
     private var tokens: [String: String] = [:]
+    /// Limited Login tokens by value, to their grant.
+    private var identityTokens: [String: String] = [:]
     private(set) var faults: SandboxFaults
     /// Faults of the published keys alone.
     private(set) var keyFaults = SandboxFaults.none
@@ -59,6 +61,23 @@ actor FacebookSandboxState: SandboxRecords {
         if let grantID {
             grants[grantID]?.report.calls.append(SandboxCall(endpoint: endpoint, status: status, at: now.timeIntervalSince1970, error: error))
         }
+    }
+
+    /// Remembers the Limited Login token a sign-in issued.
+    func issued(identityToken: String, grantID: String) { identityTokens[identityToken] = grantID }
+
+    /// The grant of a Limited Login token the sandbox issued, when it belongs to `appID`.
+    func identityGrant(_ token: String) -> Grant? { identityTokens[token].flatMap { grants[$0] } }
+
+    /// The app uninstalled for the person of a Limited Login grant: counted once as a revocation.
+    func uninstall(_ token: String) -> String? {
+        guard let id = identityTokens[token] else { return nil }
+        grants[id]?.report.revokeCalls += 1
+        if grants[id]?.report.revoked == false {
+            grants[id]?.report.revoked = true
+            grants[id]?.report.revocations += 1
+        }
+        return id
     }
 
     /// What `debug_token` finds of a user access token: its grant, or nil when Facebook never issued it.

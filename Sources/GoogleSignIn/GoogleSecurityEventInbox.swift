@@ -66,7 +66,7 @@ public struct GoogleSecurityEventInbox: ProviderInbox {
         )
     }
 
-    public func accepted(duplicate: Bool) -> InboxAnswer { InboxAnswer(status: 202) }
+    public func accepted(_: InboxReceipt) -> InboxAnswer { InboxAnswer(status: 202) }
 
     /// RFC 8935's error body: `invalid_issuer`, `invalid_audience`, `invalid_key` (the signature
     /// or the key), or `invalid_request`, with a description that repeats nothing of the token.

@@ -1,5 +1,4 @@
 import AppleSignInSandbox
-import FacebookLogin
 import Foundation
 import GoogleSignInSandbox
 import PostgresNIO
@@ -320,9 +319,10 @@ struct DrainOutcome {
             problems.append("\(revoked) of \(grants.count) requests ended revoked (\(states))")
         }
         let reports = Dictionary(
-            uniqueKeysWithValues: try await (sandbox.admin.grants() + sandbox.google.grants() + sandbox.admin(for: .facebook).grants()).map {
-                ($0.id, $0)
-            }
+            uniqueKeysWithValues: try await
+                (sandbox.admin.grants() + sandbox.google.grants() + sandbox.admin(for: LocalProvider.facebook.name).grants()).map {
+                    ($0.id, $0)
+                }
         )
         let unrevoked = grants.filter { reports[$0.grantID]?.revoked != true }.count
         if unrevoked > 0 { problems.append("the sandbox saw \(unrevoked) of \(grants.count) grants not revoked") }

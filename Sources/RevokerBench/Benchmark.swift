@@ -1,6 +1,5 @@
 import AppleSignIn
 import AppleSignInSandbox
-import FacebookLogin
 import Foundation
 import GoogleSignInSandbox
 import Logging
@@ -138,7 +137,7 @@ public struct Benchmark: Sendable {
     ) async throws -> T {
         try await LocalStack.with(
             transport: transport ?? options.transport,
-            apps: [.apple: Self.apps, .google: mixed ? [Self.googleApp] : [], .facebook: mixed ? [Self.facebookApp] : []],
+            apps: [.apple: Self.apps, .google: mixed ? [Self.googleApp] : [], LocalProvider.facebook.name: mixed ? [Self.facebookApp] : []],
             worker: worker,
             sandbox: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
             google: .init(faults: SandboxFaults(latencyMilliseconds: latency)),
@@ -146,7 +145,7 @@ public struct Benchmark: Sendable {
             logger: logger
         ) { stage in
             if mixed {
-                try await stage.sandbox.admin(for: .facebook).setFaults(SandboxFaults(latencyMilliseconds: latency))
+                try await stage.sandbox.admin(for: LocalProvider.facebook.name).setFaults(SandboxFaults(latencyMilliseconds: latency))
             }
             if !options.auditChain {
                 for statement in Self.withoutAuditChain {

@@ -1,8 +1,6 @@
 import AppleSignInSandbox
 import AsyncHTTPClient
 import Crypto
-import FacebookLogin
-import FacebookLoginSandbox
 import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
@@ -38,7 +36,7 @@ struct Grant: Sendable {
 
     /// Signs `count` users in at the sandbox: each gets a live code or refresh token. With a
     /// `googleApp`, every other user signed in with Google instead; with a `facebookApp` too, a
-    /// third each with Apple, Google and Facebook (a person's token, proven and their login ended).
+    /// third each with Apple, Google and Facebook (a person's access token, their login ended).
     static func mint(
         _ count: Int,
         apps: [String],
@@ -52,13 +50,13 @@ struct Grant: Sendable {
             let (clientID, reference, kind) = planned(index, apps: apps, prefix: prefix)
             let subject = "bench-\(reference)"
             if let facebookApp, index % 3 == 2 {
-                let facebook = FacebookSandboxAdmin(baseURL: sandbox.baseURL + FacebookSandbox.prefix, httpClient: sandbox.httpClient)
-                let minted = try await facebook.signIn(appID: facebookApp, userID: "\(1_000_000 + index)")
+                let facebook = LocalProvider.facebook.name
+                let minted = try await sandbox.admin(for: facebook).mintAccessToken(clientID: facebookApp, subject: "\(1_000_000 + index)")
                 return Grant(
-                    provider: .facebook,
+                    provider: facebook,
                     clientID: facebookApp,
                     reference: reference,
-                    kind: .refreshToken,
+                    kind: .accessToken,
                     secret: minted.value,
                     grantID: minted.grantID
                 )

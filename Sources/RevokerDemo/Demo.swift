@@ -36,7 +36,10 @@ public struct Demo: Sendable {
     public func run() async throws -> Int {
         try await RunningSandbox.with { sandbox in
             let files = try LocalConfiguration(
-                apps: [.apple: ["com.example.notes", "com.example.photos.web"], .google: ["1000-notes.apps.googleusercontent.com"]],
+                apps: [
+                    .apple: ["com.example.notes", "com.example.photos.web"], .google: ["1000-notes.apps.googleusercontent.com"],
+                    LocalProvider.facebook.name: ["1000000000000777"],
+                ],
                 worker: ["retry_base_seconds": 0.2]
             )
             defer { try? FileManager.default.removeItem(at: files.directory) }
@@ -56,7 +59,12 @@ public struct Demo: Sendable {
             let surprises = try await showOutcomes(of: scenarios, configuration: configuration, sandbox: sandbox)
             let told = try await accountDeletion(configuration: configuration, sandbox: sandbox, clientID: apple[0])
             let held = try await custody(configuration: configuration, sandbox: sandbox, apple: apple[0], google: google)
-            let missed = surprises + told + held
+            let facebook = try await facebook(
+                configuration: configuration,
+                sandbox: sandbox,
+                app: files.clientIDs(LocalProvider.facebook.name)[0]
+            )
+            let missed = surprises + told + held + facebook
             section(missed == 0 ? "Every request and grant ended as expected." : "\(missed) request(s) or grant(s) did not end as expected.")
             return missed
         }

@@ -24,6 +24,10 @@ public struct HTTPSettings: Sendable, Equatable {
     /// How long `POST /v1/grants` with a code waits for a worker to exchange it: answered `201`
     /// (or `422`) within it, `202` past it while the exchange goes on.
     public var grantExchangeWait: Duration = .seconds(3)
+    /// Where people and providers reach the service, e.g. `https://revoker.example.com`: the
+    /// links it gives out (an erasure request's status page) are made with it. Without it, from
+    /// the request's `Host`, `https` unless that is a loopback name.
+    public var publicURL: URL?
     /// The compliance pages under `/ui/`; nil (the default) serves none.
     public var ui: UISettings?
 

@@ -28,6 +28,8 @@ public struct RevokerAPI: Sendable {
     let audit: AuditController
     let events: EventsController
     let inboxes: InboxController
+    let erasures: ErasuresController
+    let statusPage: ErasureStatusPage
     let pages: CompliancePagesController?
     /// Whether requests are traced: off, the API makes no span at all.
     let traced: Bool
@@ -130,12 +132,20 @@ public struct RevokerAPI: Sendable {
             keys: keys,
             store: store
         )
+        let publicURL = settings.publicURL
+        let statusURL: @Sendable (String, Request) -> String = { code, request in
+            ErasureStatusPage.url(code: code, publicURL: publicURL, request: request)
+        }
         self.inboxes = InboxController(
             inboxes: inboxes,
             messages: ProviderMessages(client: database, logger: logger, acknowledged: queue.acknowledged),
             metrics: metrics,
-            store: store
+            store: store,
+            statusURL: statusURL
         )
+        let erasures = ErasureRequests(client: database, logger: logger)
+        self.erasures = ErasuresController(erasures: erasures, keys: keys, maxBodyBytes: settings.maxBodyBytes, store: store, statusURL: statusURL)
+        self.statusPage = ErasureStatusPage(erasures: erasures, store: store, secure: publicURL?.scheme == "https")
         self.pages = settings.ui.map { ui in
             CompliancePagesController(
                 ui: ui,
@@ -187,6 +197,8 @@ public struct RevokerAPI: Sendable {
         audit.addRoutes(to: v1)
         events.addRoutes(to: v1)
         inboxes.addRoutes(to: v1)
+        erasures.addRoutes(to: v1)
+        statusPage.addRoutes(to: router)
         // Added last, so it wraps only the not-found answer.
         pages?.addRoutes(to: router)
         router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes.map { ($0.method, $0.path.description) }))

@@ -71,7 +71,10 @@ public struct LocalProvider: Sendable {
         appsKey: ["facebook", "apps"],
         makeApp: { try LocalFacebookAppFiles(appID: $0, directory: $1) },
         environment: { base in
-            ["REVOKER_FACEBOOK_GRAPH_BASE_URL": base, "REVOKER_FACEBOOK_LIMITED_LOGIN_KEYS_URL": base + FacebookEndpoint.limitedLoginKeys.rawValue]
+            [
+                "REVOKER_FACEBOOK_GRAPH_BASE_URL": base, "REVOKER_FACEBOOK_LIMITED_LOGIN_KEYS_URL": base + FacebookEndpoint.limitedLoginKeys.rawValue,
+                "REVOKER_FACEBOOK_LIMITED_LOGIN_UNINSTALL_URL": base + FacebookEndpoint.uninstall.rawValue,
+            ]
         },
         admin: { FacebookSandboxAdmin(baseURL: $0, httpClient: $1) }
     )

@@ -13,6 +13,18 @@ public protocol SignInProvider: Sendable {
     /// Throws ``IdentityTokenRejected`` naming what did not verify, or a transient
     /// ``ProviderFailure`` when the provider's keys cannot be fetched.
     func verifyIdentityToken(_ token: String, clientID: String) async throws -> String
+    /// The credentials a revocation request of this provider may carry, as requests name their
+    /// kind (`authorization_code`, `refresh_token`, `access_token`, `identity_token`).
+    var credentialKinds: Set<String> { get }
+    /// The credentials a grant of this provider is registered with at sign-in.
+    var grantKinds: Set<String> { get }
+}
+
+extension SignInProvider {
+    /// A code exchanged for tokens, a refresh token, and an access token.
+    public var credentialKinds: Set<String> { ["authorization_code", "refresh_token", "access_token"] }
+    /// A code exchanged for a refresh token, or a refresh token.
+    public var grantKinds: Set<String> { ["authorization_code", "refresh_token"] }
 }
 
 /// An identity token that did not verify: a bounded `code` and a sentence safe to show (never
@@ -42,11 +54,20 @@ public protocol ProviderApp: Sendable {
     var tokenEndpoint: String { get }
     /// The revoke endpoint as the audit trail and metrics name it.
     var revokeEndpoint: String { get }
+    /// The endpoint a token of `kind` is revoked at; ``revokeEndpoint`` unless the provider ends
+    /// some grants elsewhere.
+    func revokeEndpoint(for kind: GrantTokenKind) -> String
     /// Exchanges an authorization code (single use) for tokens and checks the identity token
     /// that comes with them. `redirectURI` is the one the code was issued for, when known.
     func exchange(code: String, redirectURI: String?) async throws -> GrantProof
     /// Proves a refresh token live and says whose it is, without revoking it.
     func prove(refreshToken: String) async throws -> GrantProof
+    /// Whether ``prove(accessToken:)`` can say whose an access token is.
+    var provesAccessTokens: Bool { get }
+    /// Says whose an access token is and that the grant behind it is this app's and live, for a
+    /// provider that ends a grant by its user (so an expired access token still names a live
+    /// grant). The default refuses.
+    func prove(accessToken: String) async throws -> GrantProof
     /// Revokes a token.
     func revoke(token: String, kind: GrantTokenKind) async throws
     /// Checks that the provider accepts the app's own credentials, without touching a grant:
@@ -59,12 +80,28 @@ public protocol ProviderApp: Sendable {
 
 extension ProviderApp {
     public func forAttempt() -> any ProviderApp { self }
+
+    public func revokeEndpoint(for _: GrantTokenKind) -> String { revokeEndpoint }
+
+    public var provesAccessTokens: Bool { false }
+
+    public func prove(accessToken _: String) async throws -> GrantProof {
+        throw ProviderFailure(
+            endpoint: tokenEndpoint,
+            classification: .requestRejected,
+            httpStatus: nil,
+            error: "unsupported_credential",
+            detail: "this provider's grants are not held by an access token"
+        )
+    }
 }
 
 /// The kind of token a revoke is given.
 public enum GrantTokenKind: String, Sendable, Hashable {
     case refreshToken = "refresh_token"
     case accessToken = "access_token"
+    /// An identity token that is itself the grant.
+    case identityToken = "identity_token"
 }
 
 /// What proving a grant established.

@@ -520,6 +520,10 @@ private struct Setting {
             "facebook.limited_login_keys_url": Setting(alternative: .string("https://keys.facebook.example.test/jwks/")) { c, _ in
                 .string(c.facebook.limitedLoginKeysURL)
             },
+            "facebook.limited_login_uninstall_url": Setting(alternative: .string("https://uninstall.facebook.example.test/platform/uninstall/")) {
+                c,
+                _ in .string(c.facebook.limitedLoginUninstallURL)
+            },
             "facebook.apps[].app_id": Setting { c, entry in .text(facebookApp(c, entry)?.appID) },
             "facebook.apps[].app_secret_file": Setting { c, entry in
                 .text(facebookApp(c, entry).map { fingerprint(ofSecret: $0.secret.value) })
@@ -598,6 +602,9 @@ private struct Setting {
             "http.max_connections": Setting(alternative: .number(64)) { c, _ in .integer(c.http.maxConnections) },
             "http.database_timeout_seconds": Setting(alternative: .number(2)) { c, _ in .seconds(c.http.databaseTimeout) },
             "http.grant_exchange_wait_seconds": Setting(alternative: .number(1.5)) { c, _ in .seconds(c.http.grantExchangeWait) },
+            "http.public_url": Setting(alternative: .string("https://deletion.example.org")) { c, _ in
+                .text(c.http.publicURL?.absoluteString)
+            },
             "http.api_keys[].name": Setting { c, entry in .text(apiKey(c, entry)?.name) },
             "http.api_keys[].sha256": Setting { c, entry in
                 .text(apiKey(c, entry).map { Data($0.sha256).map { String(format: "%02x", $0) }.joined() })
@@ -859,6 +866,11 @@ private struct VariableCase {
                 environment: [F.limitedLoginKeysURL: "http://127.0.0.1:9/facebook/.well-known/oauth/openid/jwks/"],
                 read: { .string($0.facebook.limitedLoginKeysURL) },
                 expected: .string("http://127.0.0.1:9/facebook/.well-known/oauth/openid/jwks/")
+            ),
+            F.limitedLoginUninstallURL: VariableCase(
+                environment: [F.limitedLoginUninstallURL: "http://127.0.0.1:9/facebook/platform/uninstall/"],
+                read: { .string($0.facebook.limitedLoginUninstallURL) },
+                expected: .string("http://127.0.0.1:9/facebook/platform/uninstall/")
             ),
             V.extraTrustRootsFile: VariableCase(
                 environment: [V.extraTrustRootsFile: trustRoots],

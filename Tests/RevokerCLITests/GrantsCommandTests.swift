@@ -103,7 +103,7 @@ struct GrantsCommandTests {
                 stdin: Data(unknown.utf8)
             )
             #expect(access.status == 2)
-            #expect(access.stderr.contains("--kind must be authorization-code or refresh-token"), "\(access.stderr)")
+            #expect(access.stderr.contains("--provider apple takes authorization-code or refresh-token only"), "\(access.stderr)")
             for result in [held, again, google, failed, pasted, access] {
                 try stack.expectNoSecrets(in: result.stdout + result.stderr)
                 #expect(!(result.stdout + result.stderr).contains(unknown))

@@ -78,11 +78,12 @@ struct FacebookDeauthorizeAPITests {
     }
 
     /// Ten forged or malformed callbacks, each refused with a problem naming `signed_request`,
-    /// and nothing stored; an app id not configured here is answered as a forgery.
-    @Test func forgedCallbacksAreRefusedAndStoreNothing() async throws {
+    /// and nothing stored; an app id not configured here is answered as a forgery. The same at
+    /// both callbacks.
+    @Test(arguments: ["deauthorize", "data-deletion"]) func forgedCallbacksAreRefusedAndStoreNothing(callback: String) async throws {
         try await APIHarness.with(apps: [.facebook: [Self.app]]) { api in
             let facebook = Self.sandbox(api)
-            let path = "/v1/facebook/deauthorize/\(Self.app)"
+            let path = "/v1/facebook/\(callback)/\(Self.app)"
             let genuine = try await facebook.signedRequest(.init(appID: Self.app, userID: "1001"))
             let parts = genuine.split(separator: ".").map(String.init)
             let forged: [(String, FacebookSandboxAdmin.SignedRequestRequest?, String?)] = [
@@ -125,7 +126,7 @@ struct FacebookDeauthorizeAPITests {
             // The genuine request, at an app id not configured here: answered as a forged one.
             let elsewhere = try await api.call(
                 .POST,
-                "/v1/facebook/deauthorize/6543210987654321",
+                "/v1/facebook/\(callback)/6543210987654321",
                 key: nil,
                 body: Data(FormEncoding.encodedBytes([("signed_request", genuine)])),
                 contentType: FormEncoding.contentType

@@ -23,7 +23,14 @@ struct AccountDeletionTests {
         let registered = try await queue.custody.register(grant(reference, Credential(kind: .refreshToken, secret: token)), actor: "t").grant
         #expect(registered.state == .pending, "held only once the provider proved it")
         let claimed = try #require(try await queue.claim(batch: 10, lease: .seconds(60), owner: "w").first { $0.request.grantID == registered.id })
-        #expect(try await queue.custody.hold(claimed.lease, grantID: registered.id, refreshToken: token, verifiedUserID: user))
+        #expect(
+            try await queue.custody.hold(
+                claimed.lease,
+                grantID: registered.id,
+                token: Credential(kind: .refreshToken, secret: token),
+                verifiedUserID: user
+            )
+        )
         return try #require(try await queue.custody.grant(id: registered.id))
     }
 
@@ -35,7 +42,7 @@ struct AccountDeletionTests {
             if claimed.isEmpty { return }
             for item in claimed {
                 if item.request.purpose == .hold, let grantID = item.request.grantID {
-                    #expect(try await queue.custody.hold(item.lease, grantID: grantID, refreshToken: item.credential.secret, verifiedUserID: nil))
+                    #expect(try await queue.custody.hold(item.lease, grantID: grantID, token: item.credential, verifiedUserID: nil))
                 } else {
                     #expect(try await queue.finish(item.lease, state: .succeeded, outcome: .revoked, error: nil, events: []))
                 }
@@ -55,7 +62,14 @@ struct AccountDeletionTests {
             #expect(holds.count == 2 && holds.allSatisfy { $0.request.purpose == .hold })
             let first = try #require(holds.first { $0.request.grantID == code.id })
             let second = try #require(holds.first { $0.request.grantID == other.id })
-            #expect(try await queue.custody.hold(first.lease, grantID: code.id, refreshToken: "r.held-one", verifiedUserID: "user-1"))
+            #expect(
+                try await queue.custody.hold(
+                    first.lease,
+                    grantID: code.id,
+                    token: Credential(kind: .refreshToken, secret: "r.held-one"),
+                    verifiedUserID: "user-1"
+                )
+            )
             let revoking = try #require(try await queue.custody.grant(id: code.id))
             #expect(revoking.state == .revoking && revoking.deletionID == asked.id, "taken in while its account is being deleted: revoked next")
             #expect(try await queue.finish(second.lease, state: .failed, outcome: .codeRejected, error: nil, events: []))

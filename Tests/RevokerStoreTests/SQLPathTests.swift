@@ -156,7 +156,7 @@ struct SQLPathTests {
                     try await queue.custody.hold(
                         item.lease,
                         grantID: try #require(item.request.grantID),
-                        refreshToken: item.credential.secret,
+                        token: item.credential,
                         verifiedUserID: nil
                     )
                 )

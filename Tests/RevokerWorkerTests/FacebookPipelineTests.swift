@@ -27,7 +27,7 @@ struct FacebookPipelineTests {
                 kind: .accessToken,
                 subject: "1001"
             )
-            // A person's token enqueued as the grant's long-lived token: proven (whose it is), then ended.
+            // A person's token enqueued with the user it should belong to: proven (whose it is), then ended.
             func enqueueProven(_ reference: String, person: String, userID: String) async throws -> SandboxAdmin.Minted {
                 let minted = try await facebook.signIn(appID: Self.app, userID: person)
                 harness.secrets.add(minted.value)
@@ -37,7 +37,7 @@ struct FacebookPipelineTests {
                         clientID: Self.app,
                         externalReference: reference,
                         userID: userID,
-                        credential: Credential(kind: .refreshToken, secret: minted.value)
+                        credential: Credential(kind: .accessToken, secret: minted.value)
                     ),
                     actor: "test"
                 )

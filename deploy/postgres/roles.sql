@@ -61,6 +61,9 @@ GRANT SELECT ON revoker.outbox_events, revoker.events TO revoker_worker;
 GRANT SELECT, INSERT ON revoker.provider_messages TO revoker_worker;
 GRANT USAGE ON SEQUENCE revoker.provider_messages_id_seq TO revoker_worker;
 GRANT SELECT ON revoker.apple_notifications, revoker.google_security_events TO revoker_worker;
+-- Migration 0029: a person's erasure request is opened with its message (a trigger) and decided
+-- by the app's backend through the API.
+GRANT SELECT, UPDATE ON revoker.erasure_requests TO revoker_worker;
 -- Migration 0005: the workers keep each webhook endpoint's place in the feed, and `revoker prune`
 -- deletes old events every endpoint has received, through the function only.
 GRANT SELECT, INSERT, UPDATE ON revoker.webhook_deliveries TO revoker_worker;
@@ -116,6 +119,7 @@ GRANT SELECT ON revoker.deletion_states TO revoker_enqueuer;
 
 -- Auditor
 GRANT SELECT ON revoker.audit_events, revoker.provider_messages, revoker.apple_notifications, revoker.google_security_events TO revoker_auditor;
+GRANT SELECT ON revoker.erasure_requests TO revoker_auditor;
 GRANT SELECT ON revoker.audit_chains, revoker.audit_genesis, revoker.audit_checkpoints TO revoker_auditor;
 GRANT SELECT ON revoker.audit_archives, revoker.audit_archived_checkpoints, revoker.audit_archived_requests TO revoker_auditor;
 -- `revoker audit verify` refuses to judge a trail whose schema this build does not know.

@@ -80,8 +80,12 @@ public struct AppleNotificationInbox: ProviderInbox {
         )
     }
 
-    public func accepted(duplicate: Bool) -> InboxAnswer {
-        InboxAnswer(status: 200, contentType: "application/json", body: Array("{\"status\":\"\(duplicate ? "duplicate" : "accepted")\"}".utf8))
+    public func accepted(_ receipt: InboxReceipt) -> InboxAnswer {
+        InboxAnswer(
+            status: 200,
+            contentType: "application/json",
+            body: Array("{\"status\":\"\(receipt.duplicate ? "duplicate" : "accepted")\"}".utf8)
+        )
     }
 
     public func refused(_ refusal: InboxRefusal) -> InboxAnswer? { nil }

@@ -1,7 +1,7 @@
 import RevokerProvider
 
 /// Facebook Login as the assembly registers it: the apps under `facebook.apps`, and their
-/// Deauthorize callbacks (received only when a Facebook app is configured).
+/// Deauthorize and Data Deletion Request callbacks (received only when a Facebook app is configured).
 public enum FacebookPlugin: ProviderPlugin {
     public static let name = ProviderName.facebook
     public static var fileKeys: [String: SettingShape] { FacebookSettings.fileKeys }
@@ -17,11 +17,11 @@ public enum FacebookPlugin: ProviderPlugin {
     public static func make(_ settings: FacebookSettings, clients: ProviderHTTPClients, context: ProviderContext) async throws -> ProviderParts {
         ProviderParts(
             provider: FacebookProvider(apps: settings.apps.values, client: client(settings, clients, context)),
-            inboxes: [FacebookDeauthorizeInbox(apps: settings.apps)]
+            inboxes: FacebookCallbackInbox.Callback.allCases.map { FacebookCallbackInbox($0, apps: settings.apps) }
         )
     }
 
-    public static var closedInboxes: [any ProviderInbox] { [FacebookDeauthorizeInbox(apps: [:])] }
+    public static var closedInboxes: [any ProviderInbox] { FacebookCallbackInbox.Callback.allCases.map { FacebookCallbackInbox($0, apps: [:]) } }
 
     public static func check(
         _ settings: FacebookSettings,

@@ -27,11 +27,12 @@ public struct FacebookSettings: ProviderSettings {
         public static let graphBaseURL = "REVOKER_FACEBOOK_GRAPH_BASE_URL"
         public static let graphVersion = "REVOKER_FACEBOOK_GRAPH_VERSION"
         public static let limitedLoginKeysURL = "REVOKER_FACEBOOK_LIMITED_LOGIN_KEYS_URL"
+        public static let limitedLoginUninstallURL = "REVOKER_FACEBOOK_LIMITED_LOGIN_UNINSTALL_URL"
     }
 
     static let fileKeys: [String: SettingShape] = [
         "facebook": .section([
-            "graph_base_url": .string, "graph_version": .string, "limited_login_keys_url": .string,
+            "graph_base_url": .string, "graph_version": .string, "limited_login_keys_url": .string, "limited_login_uninstall_url": .string,
             "apps": .entries(["app_id": .string, "app_secret_file": .string, "max_requests_per_second": .number]),
         ])
     ]
@@ -42,6 +43,7 @@ public struct FacebookSettings: ProviderSettings {
         .init(Variable.graphBaseURL, sets: "facebook.graph_base_url"),
         .init(Variable.graphVersion, sets: "facebook.graph_version"),
         .init(Variable.limitedLoginKeysURL, sets: "facebook.limited_login_keys_url"),
+        .init(Variable.limitedLoginUninstallURL, sets: "facebook.limited_login_uninstall_url"),
     ]
 
     /// Reads the settings from the top level of `source`.
@@ -50,6 +52,7 @@ public struct FacebookSettings: ProviderSettings {
         let urls = [
             ("graph_base_url", Variable.graphBaseURL, FacebookClient.Configuration.graphBaseURL),
             ("limited_login_keys_url", Variable.limitedLoginKeysURL, FacebookClient.Configuration.limitedLoginKeysURL),
+            ("limited_login_uninstall_url", Variable.limitedLoginUninstallURL, FacebookClient.Configuration.limitedLoginUninstallURL),
         ].map { key, variable, production in
             (facebook.reader.string(forKey: ConfigKey(key)) ?? production, "\(variable) or \"facebook.\(key)\"")
         }
@@ -64,7 +67,12 @@ public struct FacebookSettings: ProviderSettings {
                 "The Graph API version '\(version.prefix(40))' (\(Variable.graphVersion) or \"facebook.graph_version\") is not of the form v25.0."
             )
         }
-        client = FacebookClient.Configuration(graphBaseURL: urls[0].0, graphVersion: version, limitedLoginKeysURL: urls[1].0)
+        client = FacebookClient.Configuration(
+            graphBaseURL: urls[0].0,
+            graphVersion: version,
+            limitedLoginKeysURL: urls[1].0,
+            limitedLoginUninstallURL: urls[2].0
+        )
         for (index, entry) in facebook.entries("apps").enumerated() {
             let appID = entry.reader.string(forKey: "app_id")
             let place = "facebook.apps[\(index)] (\(appID ?? "no app_id")) in \(source.place)"

@@ -18,7 +18,7 @@ extension RevokerConfiguration {
         "http": .section([
             "host": .string, "port": .integer, "max_body_bytes": .integer, "header_timeout_seconds": .number, "body_timeout_seconds": .number,
             "idle_timeout_seconds": .number, "max_connections": .integer, "database_timeout_seconds": .number,
-            "grant_exchange_wait_seconds": .number,
+            "grant_exchange_wait_seconds": .number, "public_url": .string,
             "api_keys": .entries(["name": .string, "sha256": .string, "scopes": .strings, "client_ids": .strings]),
             "ui": .section(["enabled": .bool, "public_url": .string, "session_hours": .number, "idle_minutes": .number]),
         ]),

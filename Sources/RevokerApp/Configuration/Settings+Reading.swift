@@ -52,6 +52,7 @@ extension HTTPSettings {
         databaseTimeout = try source.seconds("database_timeout_seconds", in: 0.1...60) ?? databaseTimeout
         grantExchangeWait = try source.seconds("grant_exchange_wait_seconds", in: 0...30) ?? grantExchangeWait
         maxConnections = try source.int("max_connections", in: 1...100_000) ?? maxConnections
+        publicURL = try source.origin(forKey: "public_url")
         for entry in source.entries("api_keys") {
             let key = try APIKey(reading: entry)
             guard !apiKeys.contains(where: { $0.name == key.name }) else {
@@ -102,16 +103,7 @@ extension UISettings {
     init?(reading source: SettingsSource) throws {
         guard source.reader.bool(forKey: "enabled") == true else { return nil }
         self.init()
-        if let publicURL = source.reader.string(forKey: "public_url") {
-            guard let url = URL(string: publicURL), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
-                url.path.isEmpty || url.path == "/", url.query == nil, url.user == nil
-            else {
-                throw ConfigurationError(
-                    "\(source.origin("public_url")) must be an origin such as https://revoker.example.com (no path, query or user)."
-                )
-            }
-            self.publicURL = url
-        }
+        publicURL = try source.origin(forKey: "public_url")
         if let hours = try source.double("session_hours", in: 0.1...168) { sessionLifetime = .seconds(hours * 3600) }
         if let minutes = try source.double("idle_minutes", in: 1...1440) { idleTimeout = .seconds(minutes * 60) }
         guard idleTimeout <= sessionLifetime else {
@@ -177,5 +169,18 @@ extension WebhookEndpoint {
         }
         secretFiles.check(secretFile, holding: "the signing secret of webhook \(name)")
         self.init(name: name, url: url, secret: secret, clientIDs: Set(clientIDs))
+    }
+}
+
+extension SettingsSource {
+    /// An origin such as `https://revoker.example.com`, or nil when the key is not set.
+    func origin(forKey key: String) throws -> URL? {
+        guard let text = reader.string(forKey: ConfigKey(key)) else { return nil }
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil,
+            url.path.isEmpty || url.path == "/", url.query == nil, url.user == nil
+        else {
+            throw ConfigurationError("\(origin(key)) must be an origin such as https://revoker.example.com (no path, query or user).")
+        }
+        return url
     }
 }

@@ -14,6 +14,11 @@ extension APIProblem {
             self = .invalid("No such provider is configured; configured: \(configured.joined(separator: ", ")).", field: "provider")
         case .unknownApp:
             self = .invalid("No app with this client_id is configured for this provider.", field: "client_id")
+        case .unsupportedCredential(let accepted):
+            self = .invalid(
+                "This provider's grants come as \(accepted.joined(separator: " or ")) only.",
+                field: fields[.credential] ?? NewRevocation.Field.credential.rawValue
+            )
         case .unverifiableIdentityToken:
             self = .invalid(
                 "This field must be an identity token of at most \(EnqueueRules.maximumIdentityTokenBytes) bytes from the request's provider.",

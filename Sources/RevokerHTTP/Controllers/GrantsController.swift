@@ -28,6 +28,7 @@ struct GrantsController {
         var accountReference: String
         var authorizationCode: String?
         var refreshToken: String?
+        var accessToken: String?
         var provider: String?
         var userID: String?
         var idToken: String?
@@ -38,6 +39,7 @@ struct GrantsController {
             case accountReference = "account_reference"
             case authorizationCode = "authorization_code"
             case refreshToken = "refresh_token"
+            case accessToken = "access_token"
             case provider
             case userID = "user_id"
             case idToken = "id_token"
@@ -50,21 +52,24 @@ struct GrantsController {
         var context = context
         context.maxUploadSize = maxBodyBytes
         let body = try await request.decode(as: RegisterBody.self, context: context)
-        let credentials = [(CredentialKind.authorizationCode, body.authorizationCode), (.refreshToken, body.refreshToken)].compactMap {
-            kind,
-            secret in secret.map { Credential(kind: kind, secret: $0) }
-        }
-        guard credentials.count == 1, let credential = credentials.first else {
+        let given = [
+            (CredentialKind.authorizationCode, body.authorizationCode), (.refreshToken, body.refreshToken), (.accessToken, body.accessToken),
+        ]
+        let credentials = given.compactMap { kind, secret in secret.map { Credential(kind: kind, secret: $0) } }
+        // A grant that is its identity token (a provider that issues no other token at sign-in)
+        // comes as `id_token` alone.
+        let identityGrant = credentials.isEmpty ? body.idToken.map { Credential(kind: .identityToken, secret: $0) } : nil
+        guard let credential = identityGrant ?? (credentials.count == 1 ? credentials.first : nil) else {
             throw APIProblem.invalid(
-                "Give exactly one of authorization_code, refresh_token.",
-                field: credentials.isEmpty ? "authorization_code" : "refresh_token"
+                "Give exactly one of authorization_code, refresh_token, access_token (or, where the provider's grant is its identity token, id_token alone).",
+                field: credentials.isEmpty ? "authorization_code" : credentials[1].kind.rawValue
             )
         }
         if body.userID != nil, body.idToken != nil {
             throw APIProblem.invalid("Name the user once: user_id or id_token.", field: "id_token")
         }
         let fields: [NewRevocation.Field: String] = [
-            .credential: credential.kind.rawValue, .externalReference: "account_reference",
+            .credential: identityGrant == nil ? credential.kind.rawValue : "id_token", .externalReference: "account_reference",
             .userID: body.idToken != nil ? "id_token" : "user_id",
         ]
         let provider = body.provider ?? NewRevocation.defaultProvider
@@ -78,7 +83,7 @@ struct GrantsController {
                 redirectURI: body.redirectURI,
                 userID: body.userID
             )
-            try rules.check(provider: provider, clientID: body.clientID)
+            try rules.check(new)
             try caller.require(body.clientID)
             if let idToken = body.idToken {
                 let subject = try await rules.verifiedSubject(of: idToken, provider: provider, clientID: body.clientID)

@@ -18,6 +18,8 @@ struct InboxController {
     let messages: ProviderMessages
     let metrics: APIMetrics
     let store: DatabaseDeadline
+    /// The status page of an erasure request a message opened.
+    let statusURL: @Sendable (_ code: String, _ request: Request) -> String
 
     func addRoutes(to group: RouterGroup<APIRequestContext>) {
         for inbox in inboxes {
@@ -101,7 +103,16 @@ struct InboxController {
                 metadata: ["revoker.provider": "\(inbox.provider)", "revoker.client_id": "\(message.clientID)"]
             )
         }
-        return Self.response(inbox.accepted(duplicate: receipt == .duplicate))
+        // The request the message opened, the same for every receipt of it.
+        var erasure: InboxReceipt.Erasure?
+        if message.opensErasure {
+            let code = try await store { [messages, id = message.id, provider = inbox.provider, logger = context.logger] in
+                try await messages.erasureCode(of: id, from: provider, logger: logger)
+            }
+            guard let code else { throw APIProblem(.serviceUnavailable, "The request was stored without its code; try again.") }
+            erasure = InboxReceipt.Erasure(code: code, statusURL: statusURL(code, request))
+        }
+        return Self.response(inbox.accepted(InboxReceipt(duplicate: receipt == .duplicate, erasure: erasure)))
     }
 
     /// The provider's own refusal, or the API's problem naming the field.

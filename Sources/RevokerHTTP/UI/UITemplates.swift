@@ -20,6 +20,7 @@ struct UITemplates: Sendable {
         ("ui-account", PackageResources.ui_account_mustache),
         ("ui-status", PackageResources.ui_status_mustache),
         ("ui-error", PackageResources.ui_error_mustache),
+        ("erasure-status", PackageResources.erasure_status_mustache),
     ]
 
     /// Parsed at first use; a template that does not parse is a defect every page test shows.

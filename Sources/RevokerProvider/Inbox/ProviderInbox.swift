@@ -27,8 +27,8 @@ public protocol ProviderInbox: Sendable {
     /// when the provider's keys cannot be fetched (the sender is then asked to try again).
     func receive(_ body: [UInt8], clientID: String?) async throws -> ProviderMessage
 
-    /// The answer once the message is stored; `duplicate` when it had been before.
-    func accepted(duplicate: Bool) -> InboxAnswer
+    /// The answer once the message is stored.
+    func accepted(_ receipt: InboxReceipt) -> InboxAnswer
 
     /// The answer to a refusal in the provider's own error shape, or nil for the API's own
     /// (an RFC 9457 problem naming the field).
@@ -38,6 +38,33 @@ public protocol ProviderInbox: Sendable {
 extension ProviderInbox {
     /// The provider whose messages these are.
     public var provider: ProviderName { source.provider }
+}
+
+/// What storing a message did, for its inbox's answer.
+public struct InboxReceipt: Sendable, Hashable {
+    /// The message had been stored before: nothing changed.
+    public var duplicate: Bool
+    /// The erasure request the message opened (``ProviderMessage/opensErasure``), the same for
+    /// every receipt of the message.
+    public var erasure: Erasure?
+
+    /// An erasure request as the person reaches it.
+    public struct Erasure: Sendable, Hashable {
+        /// Its public code.
+        public var code: String
+        /// The absolute URL of its status page.
+        public var statusURL: String
+
+        public init(code: String, statusURL: String) {
+            self.code = code
+            self.statusURL = statusURL
+        }
+    }
+
+    public init(duplicate: Bool, erasure: Erasure? = nil) {
+        self.duplicate = duplicate
+        self.erasure = erasure
+    }
 }
 
 /// A body an inbox refuses: a bounded `code` for metrics and logs, and a sentence safe to show

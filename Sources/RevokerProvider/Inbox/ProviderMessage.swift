@@ -31,6 +31,9 @@ public struct ProviderMessage: Sendable, Equatable {
     /// The provider's own fields and their values (a field's name comes from code, never
     /// from the message).
     public var details: [Detail]
+    /// Whether the person asks the app to delete their data: the store opens an erasure request
+    /// with a public code whose status page the person can read, and the backend decides it.
+    public var opensErasure: Bool
 
     /// One of the provider's own fields.
     public struct Detail: Sendable, Equatable {
@@ -62,7 +65,8 @@ public struct ProviderMessage: Sendable, Equatable {
         issuedAt: Date,
         issuer: String,
         keyID: String,
-        details: [Detail] = []
+        details: [Detail] = [],
+        opensErasure: Bool = false
     ) {
         self.id = id
         self.clientID = clientID
@@ -76,6 +80,7 @@ public struct ProviderMessage: Sendable, Equatable {
         self.issuer = issuer
         self.keyID = keyID
         self.details = details
+        self.opensErasure = opensErasure
     }
 }
 

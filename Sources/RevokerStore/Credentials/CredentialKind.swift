@@ -16,8 +16,11 @@ public struct CredentialKind: RawRepresentable, Sendable, Hashable, Codable, Cus
     public static let refreshToken = Self("refresh_token")
     /// An access token.
     public static let accessToken = Self("access_token")
+    /// An identity token that is itself the grant: a provider that issues no other token for a
+    /// sign-in ends the grant with it.
+    public static let identityToken = Self("identity_token")
     /// All kinds.
-    public static let all: [CredentialKind] = [.authorizationCode, .refreshToken, .accessToken]
+    public static let all: [CredentialKind] = [.authorizationCode, .refreshToken, .accessToken, .identityToken]
 
     public var description: String { self.rawValue }
 }

@@ -151,7 +151,7 @@ public struct CredentialRotation: Sendable {
                 var batch = Batch()
                 let grants = try await connection.query(
                     """
-                    SELECT id, sealed_token, token_key_id FROM revoker.grants
+                    SELECT id, sealed_token, token_key_id, token_kind FROM revoker.grants
                     WHERE sealed_token IS NOT NULL AND token_key_id <> \(current) AND id <> ALL (\(skippingGrants)::uuid[])
                     ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                     """,
@@ -160,11 +160,14 @@ public struct CredentialRotation: Sendable {
                 batch.selected += grants.count
                 var resealed: [(UUID, ByteBuffer, ByteBuffer)] = []
                 for row in grants {
-                    let (id, bytes, keyID) = try row.decode((UUID, ByteBuffer, String).self)
+                    let (id, bytes, keyID, rawKind) = try row.decode((UUID, ByteBuffer, String, String).self)
                     let old = SealedCredential(keyID: keyID, bytes: Array(bytes.readableBytesView))
                     let credential: Credential
                     do throws(RevokerStoreError) {
-                        credential = try sealer.open(old, grantID: id, kind: .refreshToken)
+                        guard let kind = CredentialKind(rawValue: rawKind) else {
+                            throw RevokerStoreError(.unexpectedData, "unknown token kind in the database")
+                        }
+                        credential = try sealer.open(old, grantID: id, kind: kind)
                     } catch {
                         batch.unreadable.append(unreadable(.grant, id, error))
                         continue

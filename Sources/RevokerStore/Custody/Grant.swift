@@ -13,7 +13,7 @@ public struct Grant: Sendable, Hashable, Identifiable {
     public var userID: String?
     /// How ``userID`` is known.
     public var userSource: UserSource?
-    /// What was registered: an authorization code or a refresh token.
+    /// What was registered: an authorization code, a refresh, access or identity token.
     public var registeredKind: CredentialKind
     public var state: GrantState
     /// Why it ended: the request outcome that ended it, or the provider's message.
@@ -26,7 +26,7 @@ public struct Grant: Sendable, Hashable, Identifiable {
     public var deletionID: UUID?
     public var createdAt: Date
     public var updatedAt: Date
-    /// When its refresh token was sealed here.
+    /// When its token was sealed here.
     public var heldAt: Date?
     public var endedAt: Date?
     /// When a periodic validation last ended on it (`custody.validate_every_days`).

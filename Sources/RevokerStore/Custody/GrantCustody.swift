@@ -34,7 +34,12 @@ public struct GrantCustody: Sendable {
         let digest = ByteBuffer(bytes: new.credential.digest)
         // Sealed for its hold request: the worker opens it there.
         let sealed = try sealer.seal(new.credential, requestID: requestID)
-        let userSource = new.userID == nil ? nil : Grant.UserSource.stated
+        // An identity token that is itself the grant was verified at the edge: its user is proven.
+        let isIdentity = new.credential.kind == .identityToken
+        guard !isIdentity || new.userFromIdentityToken else {
+            throw RevokerStoreError(.invalidArgument, "an identity token is registered as a grant only once verified")
+        }
+        let userSource: Grant.UserSource? = new.userID == nil ? nil : isIdentity ? .verifiedIDToken : .stated
         let events = [AuditEvent(.grantRegistered, detail: new.registeredDetail(grantID: grantID))]
         let registration: GrantRegistration = try await StoreDatabase.run(logger) {
             try await queue.transaction(logger: logger) { connection in
@@ -98,15 +103,23 @@ public struct GrantCustody: Sendable {
     public func hold(
         _ lease: Lease,
         grantID: UUID,
-        refreshToken: String,
+        token: Credential,
         verifiedUserID: String?,
         events: [AuditEvent] = []
     ) async throws -> Bool {
-        guard !refreshToken.isEmpty, refreshToken.utf8.count <= 8192 else {
-            throw RevokerStoreError(.invalidArgument, "the refresh token must be 1-8192 bytes")
+        guard !token.secret.isEmpty, token.secret.utf8.count <= 8192 else {
+            throw RevokerStoreError(.invalidArgument, "the token must be 1-8192 bytes")
         }
-        let sealed = try sealer.seal(Credential(kind: .refreshToken, secret: refreshToken), grantID: grantID)
-        let change = Fenced.Hold(sealed: Data(sealed.bytes).base64EncodedString(), keyID: sealed.keyID, userID: verifiedUserID)
+        guard token.kind != .authorizationCode else {
+            throw RevokerStoreError(.invalidArgument, "a grant holds a token, not a code")
+        }
+        let sealed = try sealer.seal(token, grantID: grantID)
+        let change = Fenced.Hold(
+            sealed: Data(sealed.bytes).base64EncodedString(),
+            keyID: sealed.keyID,
+            kind: token.kind.rawValue,
+            userID: verifiedUserID
+        )
         let closing =
             events + [
                 AuditEvent(.grantHeld, detail: "grant=\(grantID.uuidString.lowercased())"),
@@ -118,7 +131,7 @@ public struct GrantCustody: Sendable {
                 """
                 UPDATE revoker.grants g
                 SET state = 'held', sealed_token = \(ByteBuffer(bytes: sealed.bytes)), token_key_id = \(sealed.keyID),
-                    held_at = now(), updated_at = now(), user_id = coalesce(\(verifiedUserID), g.user_id),
+                    token_kind = \(token.kind.rawValue), held_at = now(), updated_at = now(), user_id = coalesce(\(verifiedUserID), g.user_id),
                     user_source = CASE WHEN \(verifiedUserID)::text IS NOT NULL THEN 'verified_id_token' ELSE g.user_source END
                 WHERE g.id = \(grantID) AND g.state = 'pending'
                 """,

@@ -11,7 +11,8 @@ public struct NewGrant: Sendable, CustomStringConvertible {
     public let clientID: String
     /// The app's own reference for the account.
     public let accountReference: String
-    /// An authorization code (exchanged at once) or a refresh token.
+    /// An authorization code (exchanged at once), a refresh token, an access token, or an
+    /// identity token that is itself the grant (its provider says which it takes).
     public let credential: Credential
     /// The redirect URI the code was issued for, if any.
     public let redirectURI: String?
@@ -20,8 +21,8 @@ public struct NewGrant: Sendable, CustomStringConvertible {
     /// Whether ``userID`` is the `sub` of an identity token Revoker verified.
     public let userFromIdentityToken: Bool
 
-    /// Checks every rule (those of ``NewRevocation``, and a code or refresh token only) and
-    /// creates the value.
+    /// Checks every rule (those of ``NewRevocation``; an identity token only with the user it
+    /// verified to) and creates the value.
     ///
     /// - Throws: ``NewRevocation/Invalid`` naming the first field that breaks a rule; its
     ///   `externalReference` field is the account reference.
@@ -34,9 +35,6 @@ public struct NewGrant: Sendable, CustomStringConvertible {
         userID: String? = nil,
         userFromIdentityToken: Bool = false
     ) throws(NewRevocation.Invalid) {
-        guard credential.kind == .authorizationCode || credential.kind == .refreshToken else {
-            throw NewRevocation.Invalid(.credential, "must be an authorization code or a refresh token")
-        }
         if redirectURI != nil, credential.kind != .authorizationCode {
             throw NewRevocation.Invalid(.redirectURI, "belongs to an authorization code only")
         }

@@ -125,5 +125,15 @@ public struct Migration: Sendable, Hashable {
             name: "0027_lost_writes",
             sql: String(decoding: PackageResources._027_lost_writes_sql, as: UTF8.self)
         ),
+        Migration(
+            version: 28,
+            name: "0028_grants_of_any_token",
+            sql: String(decoding: PackageResources._028_grants_of_any_token_sql, as: UTF8.self)
+        ),
+        Migration(
+            version: 29,
+            name: "0029_erasure_requests",
+            sql: String(decoding: PackageResources._029_erasure_requests_sql, as: UTF8.self)
+        ),
     ]
 }

@@ -29,13 +29,14 @@ public struct ProviderMessages: Sendable {
         guard let kind = AuditEventKind(providerMessages: source.auditEvent) else {
             throw RevokerStoreError(.invalidArgument, "'\(source.auditEvent)' is not a plain name for an audit event")
         }
+        let erasureCode = message.opensErasure ? ErasureRequests.newCode() : nil
         let insert: PostgresQuery = """
             INSERT INTO revoker.provider_messages
                 (provider, message_id, client_id, type, user_id, ends_grants, ends_account, event_type,
-                 issued_at, event_time, issuer, key_id, details)
+                 issued_at, event_time, issuer, key_id, details, erasure_code)
             VALUES (\(source.provider.rawValue), \(message.id), \(message.clientID), \(message.type), \(message.userID),
                     \(message.endsGrants), \(message.endsAccount), \(message.eventType), \(message.issuedAt), \(message.eventTime),
-                    \(message.issuer), \(message.keyID), \(try Self.detailsJSON(message.details))::jsonb)
+                    \(message.issuer), \(message.keyID), \(try Self.detailsJSON(message.details))::jsonb, \(erasureCode))
             ON CONFLICT (provider, message_id) DO NOTHING
             RETURNING client_id, type, user_id
             """
@@ -52,6 +53,19 @@ public struct ProviderMessages: Sendable {
             acknowledged?.record(.init(.message, id: message.id, clientID: message.clientID, provider: source.provider.rawValue))
         }
         return receipt
+    }
+
+    /// The code of the erasure request the message `messageID` of `provider` opened, when it
+    /// opened one: the same for every receipt of the message.
+    public func erasureCode(of messageID: String, from provider: ProviderName, logger: Logger? = nil) async throws -> String? {
+        let logger = logger ?? self.logger
+        return try await StoreDatabase.run(logger) {
+            let rows = try await client.query(
+                "SELECT erasure_code FROM revoker.provider_messages WHERE provider = \(provider.rawValue) AND message_id = \(messageID)",
+                logger: logger
+            ).collect()
+            return try rows.first?.decode(String?.self)
+        }
     }
 
     /// How many messages `provider` sent that are kept (for status and tests).

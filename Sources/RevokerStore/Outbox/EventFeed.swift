@@ -31,7 +31,7 @@ public struct EventFeed: Sendable {
                 """
                 SELECT e.txid::text, e.position, e.id, e.type, e.client_id, e.occurred_at, e.request_id, e.external_reference,
                        e.apple_user_id, e.outcome, e.error_code, e.notification_id, e.event_time, e.provider, e.checkpoint::text,
-                       e.grant_id, e.deletion::text AS deletion,
+                       e.grant_id, e.deletion::text AS deletion, e.erasure_code,
                        -- A deletion of every app that touched several was asked by none of them: its
                        -- trace goes to none, so that no app learns of another's part.
                        coalesce(
@@ -81,6 +81,7 @@ public struct EventFeed: Sendable {
             checkpoint: checkpoint,
             grantID: grantID,
             deletion: try cells["deletion"].decode(String?.self),
+            erasureCode: try cells["erasure_code"].decode(String?.self),
             traceParent: try cells["trace_parent"].decode(String?.self).flatMap { TraceParent($0) }
         )
     }

@@ -38,6 +38,8 @@ public struct OutboxEvent: Sendable, Equatable {
     /// The account deletion as a JSON object (`account.*`): its id, reference, state and
     /// outcome, and this app's grants and requests with their fate.
     public var deletion: String? = nil
+    /// The code of the erasure request a provider's message opened: the backend decides it with it.
+    public var erasureCode: String? = nil
     /// The trace of the request or deletion the event reports (its `traceparent`), for the
     /// webhook delivery to continue; never part of the event's JSON.
     public var traceParent: TraceParent? = nil
@@ -67,6 +69,7 @@ public struct OutboxEvent: Sendable, Equatable {
         add("error_code", errorCode)
         add("notification_id", notificationID)
         add("event_time", eventTime.map(WireFormat.timestamp))
+        add("erasure_code", erasureCode)
         // Already JSON (PostgreSQL's jsonb text): embedded as it is.
         if let checkpoint { data.append(("checkpoint", checkpoint)) }
         if let deletion { data.append(("deletion", deletion)) }

@@ -26,6 +26,9 @@ public struct EnqueueRules: Sendable {
         case unknownProvider(configured: [String])
         /// The provider serves no app with the request's client_id; `configured` are its apps.
         case unknownApp(configured: [String])
+        /// The provider's grants do not come as this kind of credential; `accepted` are the kinds
+        /// they come as.
+        case unsupportedCredential(accepted: [String])
         /// The identity token is larger than ``maximumIdentityTokenBytes``, or its provider
         /// cannot verify tokens here.
         case unverifiableIdentityToken
@@ -38,6 +41,18 @@ public struct EnqueueRules: Sendable {
     /// `new` checked against what is configured here.
     public func check(_ new: NewRevocation) throws(Refusal) {
         try check(provider: new.provider, clientID: new.clientID)
+        try check(new.credential.kind, among: ProviderName(rawValue: new.provider).flatMap { providers[$0]?.credentialKinds })
+    }
+
+    /// `new` checked against what is configured here.
+    public func check(_ new: NewGrant) throws(Refusal) {
+        try check(provider: new.provider, clientID: new.clientID)
+        try check(new.credential.kind, among: ProviderName(rawValue: new.provider).flatMap { providers[$0]?.grantKinds })
+    }
+
+    private func check(_ kind: CredentialKind, among accepted: Set<String>?) throws(Refusal) {
+        guard let accepted, !accepted.contains(kind.rawValue) else { return }
+        throw .unsupportedCredential(accepted: CredentialKind.all.map(\.rawValue).filter(accepted.contains))
     }
 
     /// Whether `provider` is served here and has an app with `clientID`.

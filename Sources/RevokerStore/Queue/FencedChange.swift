@@ -143,15 +143,18 @@ enum Fenced {
         enum CodingKeys: String, CodingKey {
             case sealed
             case keyID = "key_id"
+            case kind
             case userID = "user_id"
         }
         /// Base64 of the token sealed for the grant.
         var sealed: String
         var keyID: String
+        /// The sealed token's kind.
+        var kind: String
         /// The verified `sub`, when the exchange's identity token verified.
         var userID: String?
 
-        static let columns = "sealed text, key_id text, user_id text"
+        static let columns = "sealed text, key_id text, kind text, user_id text"
         static let assignments = """
             state = 'succeeded', outcome = 'held', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
             last_error_code = NULL, last_error_description = NULL, sealed_credential = NULL, credential_key_id = NULL,
@@ -161,7 +164,8 @@ enum Fenced {
         static let alsoChanges = """
             , held AS (
                 UPDATE revoker.grants g
-                SET state = 'held', sealed_token = decode(i.sealed, 'base64'), token_key_id = i.key_id, held_at = now(), updated_at = now(),
+                SET state = 'held', sealed_token = decode(i.sealed, 'base64'), token_key_id = i.key_id, token_kind = i.kind,
+                    held_at = now(), updated_at = now(),
                     user_id = coalesce(i.user_id, g.user_id),
                     user_source = CASE WHEN i.user_id IS NOT NULL THEN 'verified_id_token' ELSE g.user_source END
                 FROM changed c JOIN input i ON i.id = c.id

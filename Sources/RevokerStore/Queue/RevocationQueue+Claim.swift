@@ -119,7 +119,7 @@ extension RevocationQueue {
                             credential = try self.sealer.open(
                                 SealedCredential(keyID: grantKeyID, bytes: grantSealed),
                                 grantID: grantID,
-                                kind: .refreshToken
+                                kind: request.credentialKind
                             )
                         } else if let sealedBytes, let keyID {
                             credential = try self.sealer.open(

@@ -1,4 +1,4 @@
--- The revoker schema at migration 0027_lost_writes.sql, as pg_dump prints it.
+-- The revoker schema at migration 0029_erasure_requests.sql, as pg_dump prints it.
 -- Written by scripts/schema; do not edit: write a migration, then run scripts/schema.
 -- Left out: owners and privileges (deploy/postgres/roles.sql grants them) and the audit
 -- trail's monthly partitions audit_events_YYYY_MM (revoker.audit_add_partition makes them).
@@ -690,6 +690,24 @@ END;
 $$;
 
 --
+-- Name: erasure_opened(); Type: FUNCTION; Schema: revoker; Owner: -
+--
+
+CREATE FUNCTION revoker.erasure_opened() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+BEGIN
+    INSERT INTO revoker.erasure_requests (code, provider, client_id, user_id, received_at, grants_ended)
+    SELECT NEW.erasure_code, NEW.provider, NEW.client_id, NEW.user_id, NEW.received_at,
+           (SELECT count(*)::int FROM revoker.grants g
+             WHERE g.provider = NEW.provider AND g.client_id = NEW.client_id AND g.user_id = NEW.user_id
+               AND ((g.state = 'dead' AND g.end_reason = NEW.type AND g.ended_at = now()) OR g.state = 'revoking'));
+    RETURN NULL;
+END;
+$$;
+
+--
 -- Name: fan_out_deletion(uuid, integer, text); Type: FUNCTION; Schema: revoker; Owner: -
 --
 
@@ -1022,8 +1040,9 @@ CREATE FUNCTION revoker.outbox_provider_message() RETURNS trigger
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
 BEGIN
-    INSERT INTO revoker.outbox_events (type, client_id, apple_user_id, notification_id, event_time, provider)
-    VALUES (NEW.event_type, NEW.client_id, NEW.user_id, NEW.message_id, coalesce(NEW.event_time, NEW.issued_at), NEW.provider);
+    INSERT INTO revoker.outbox_events (type, client_id, apple_user_id, notification_id, event_time, provider, erasure_code)
+    VALUES (NEW.event_type, NEW.client_id, NEW.user_id, NEW.message_id, coalesce(NEW.event_time, NEW.issued_at), NEW.provider,
+            NEW.erasure_code);
     RETURN NULL;
 END;
 $$;
@@ -1144,8 +1163,8 @@ BEGIN
                                        'account_reference', register_grant.user_id, 'user_id',
                                        register_grant.credential, register_grant.redirect_uri);
     IF register_grant.credential_kind IS NULL
-       OR register_grant.credential_kind NOT IN ('authorization_code', 'refresh_token') THEN
-        RAISE EXCEPTION 'credential_kind must be authorization_code or refresh_token' USING ERRCODE = '22023';
+       OR register_grant.credential_kind NOT IN ('authorization_code', 'refresh_token', 'access_token') THEN
+        RAISE EXCEPTION 'credential_kind must be authorization_code, refresh_token or access_token' USING ERRCODE = '22023';
     END IF;
     IF register_grant.redirect_uri IS NOT NULL AND register_grant.credential_kind <> 'authorization_code' THEN
         RAISE EXCEPTION 'redirect_uri belongs to an authorization code only' USING ERRCODE = '22023';
@@ -1242,6 +1261,7 @@ CREATE TABLE revoker.grants (
     deletion_id uuid,
     validated_at timestamp with time zone,
     trace_parent text,
+    token_kind text DEFAULT 'refresh_token'::text NOT NULL,
     CONSTRAINT grants_account_reference_check CHECK (((char_length(account_reference) >= 1) AND (char_length(account_reference) <= 255))),
     CONSTRAINT grants_client_id_check CHECK (((char_length(client_id) >= 1) AND (char_length(client_id) <= 255))),
     CONSTRAINT grants_end_reason_check CHECK (((char_length(end_reason) >= 1) AND (char_length(end_reason) <= 100))),
@@ -1249,9 +1269,10 @@ CREATE TABLE revoker.grants (
     CONSTRAINT grants_held_holds CHECK (((state <> ALL (ARRAY['held'::text, 'revoking'::text])) OR ((sealed_token IS NOT NULL) AND (held_at IS NOT NULL)))),
     CONSTRAINT grants_provider_check CHECK ((provider ~ '^[a-z][a-z0-9_]{0,31}$'::text)),
     CONSTRAINT grants_registered_digest_check CHECK ((octet_length(registered_digest) = 32)),
-    CONSTRAINT grants_registered_kind_check CHECK ((registered_kind = ANY (ARRAY['authorization_code'::text, 'refresh_token'::text]))),
+    CONSTRAINT grants_registered_kind_check CHECK ((registered_kind = ANY (ARRAY['authorization_code'::text, 'refresh_token'::text, 'access_token'::text, 'identity_token'::text]))),
     CONSTRAINT grants_sealed_with_key CHECK (((sealed_token IS NULL) = (token_key_id IS NULL))),
     CONSTRAINT grants_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'held'::text, 'revoking'::text, 'revoked'::text, 'dead'::text, 'failed'::text]))),
+    CONSTRAINT grants_token_kind_check CHECK ((token_kind = ANY (ARRAY['refresh_token'::text, 'access_token'::text, 'identity_token'::text]))),
     CONSTRAINT grants_trace_parent_check CHECK (revoker.is_trace_parent(trace_parent)),
     CONSTRAINT grants_user_id_check CHECK (((char_length(user_id) >= 1) AND (char_length(user_id) <= 255))),
     CONSTRAINT grants_user_source CHECK (((user_id IS NULL) = (user_source IS NULL))),
@@ -1273,7 +1294,7 @@ BEGIN
         (provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
          credential_digest, purpose, grant_id, deletion_id)
     VALUES
-        (p_grant.provider, p_grant.client_id, p_grant.account_reference, p_grant.user_id, 'refresh_token', 'refresh_token',
+        (p_grant.provider, p_grant.client_id, p_grant.account_reference, p_grant.user_id, p_grant.token_kind, p_grant.token_kind,
          p_grant.registered_digest, 'revoke', p_grant.id, p_grant.deletion_id)
     RETURNING r.id INTO v_request;
     UPDATE revoker.grants SET state = 'revoking', revoke_request_id = v_request, updated_at = now()
@@ -1282,7 +1303,7 @@ BEGIN
         (request_id, client_id, external_reference, apple_user_id, event, attempt, actor, detail)
     VALUES
         (v_request, p_grant.client_id, p_grant.account_reference, p_grant.user_id, 'enqueued', 0, p_actor,
-         'provider=' || p_grant.provider || ' kind=refresh_token grant=' || p_grant.id::text
+         'provider=' || p_grant.provider || ' kind=' || p_grant.token_kind || ' grant=' || p_grant.id::text
          || ' deletion=' || p_grant.deletion_id::text),
         (p_grant.deletion_id, p_grant.client_id, p_grant.account_reference, p_grant.user_id, 'deletion_grant', 0, p_actor,
          'grant=' || p_grant.id::text || ' provider=' || p_grant.provider || ' request=' || v_request::text);
@@ -1302,12 +1323,12 @@ CREATE FUNCTION revoker.request_grant_revocations(p_grants uuid[], p_deletion uu
         INSERT INTO revoker.revocation_requests AS r
             (provider, client_id, external_reference, apple_user_id, credential_kind, enqueued_kind,
              credential_digest, purpose, grant_id, deletion_id)
-        SELECT g.provider, g.client_id, g.account_reference, g.user_id, 'refresh_token', 'refresh_token',
+        SELECT g.provider, g.client_id, g.account_reference, g.user_id, g.token_kind, g.token_kind,
                g.registered_digest, 'revoke', g.id, p_deletion
         FROM revoker.grants g
         WHERE g.id = ANY (p_grants) AND g.state = 'held'
         ORDER BY g.created_at, g.id
-        RETURNING r.id, r.grant_id, r.provider, r.client_id, r.external_reference, r.apple_user_id
+        RETURNING r.id, r.grant_id, r.provider, r.client_id, r.external_reference, r.apple_user_id, r.credential_kind
     ), moved AS (
         UPDATE revoker.grants g
         SET state = 'revoking', revoke_request_id = q.id, updated_at = now()
@@ -1316,7 +1337,7 @@ CREATE FUNCTION revoker.request_grant_revocations(p_grants uuid[], p_deletion uu
     ), audit AS (
         INSERT INTO revoker.audit_events (request_id, client_id, external_reference, apple_user_id, event, attempt, actor, detail)
         SELECT q.id, q.client_id, q.external_reference, q.apple_user_id, 'enqueued', 0, p_actor,
-               'provider=' || q.provider || ' kind=refresh_token grant=' || q.grant_id::text || ' ' || p_why
+               'provider=' || q.provider || ' kind=' || q.credential_kind || ' grant=' || q.grant_id::text || ' ' || p_why
         FROM requested q ORDER BY q.grant_id
     )
     SELECT q.id, q.grant_id, q.provider, q.client_id, q.external_reference, q.apple_user_id FROM requested q
@@ -1363,7 +1384,7 @@ BEGIN
     WITH due AS (
         SELECT g.id, g.provider, g.client_id, g.account_reference, g.user_id, g.registered_digest
         FROM revoker.grants g
-        WHERE g.state = 'held' AND coalesce(g.validated_at, g.held_at) <= now() - p_every
+        WHERE g.state = 'held' AND g.token_kind = 'refresh_token' AND coalesce(g.validated_at, g.held_at) <= now() - p_every
           AND g.client_id <> ALL (ARRAY(SELECT p.client_id FROM revoker.app_pauses p))
           AND NOT EXISTS (SELECT 1 FROM revoker.revocation_requests r
                           WHERE r.grant_id = g.id AND r.purpose = 'validate' AND r.state IN ('pending', 'running'))
@@ -1551,11 +1572,14 @@ CREATE TABLE revoker.provider_messages (
     key_id text NOT NULL,
     details jsonb DEFAULT '{}'::jsonb NOT NULL,
     received_at timestamp with time zone DEFAULT now() NOT NULL,
+    erasure_code text,
     CONSTRAINT provider_messages_check CHECK ((ends_grants OR (NOT ends_account))),
     CONSTRAINT provider_messages_check1 CHECK (((event_type ~ '^[a-z][a-z0-9_]{0,31}\.[a-z][a-z0-9_]{0,63}$'::text) AND starts_with(event_type, (provider || '.'::text)))),
     CONSTRAINT provider_messages_check2 CHECK (((user_id IS NOT NULL) OR (NOT ends_grants))),
     CONSTRAINT provider_messages_client_id_check CHECK (((char_length(client_id) >= 1) AND (char_length(client_id) <= 255))),
     CONSTRAINT provider_messages_details_check CHECK ((jsonb_typeof(details) = 'object'::text)),
+    CONSTRAINT provider_messages_erasure_code_check CHECK ((erasure_code ~ '^[A-Z2-7]{20}$'::text)),
+    CONSTRAINT provider_messages_erasure_user CHECK (((erasure_code IS NULL) OR (user_id IS NOT NULL))),
     CONSTRAINT provider_messages_issuer_check CHECK (((char_length(issuer) >= 1) AND (char_length(issuer) <= 255))),
     CONSTRAINT provider_messages_key_id_check CHECK (((char_length(key_id) >= 1) AND (char_length(key_id) <= 255))),
     CONSTRAINT provider_messages_message_id_check CHECK (((char_length(message_id) >= 1) AND (char_length(message_id) <= 255))),
@@ -1740,6 +1764,29 @@ CREATE VIEW revoker.deletion_states AS
    FROM revoker.account_deletions d;
 
 --
+-- Name: erasure_requests; Type: TABLE; Schema: revoker; Owner: -
+--
+
+CREATE TABLE revoker.erasure_requests (
+    code text NOT NULL,
+    provider text NOT NULL,
+    client_id text NOT NULL,
+    user_id text NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    grants_ended integer DEFAULT 0 NOT NULL,
+    state text DEFAULT 'received'::text NOT NULL,
+    justification text,
+    decided_at timestamp with time zone,
+    decided_by text,
+    CONSTRAINT erasure_requests_decided CHECK (((state = 'received'::text) = ((decided_at IS NULL) AND (decided_by IS NULL)))),
+    CONSTRAINT erasure_requests_decided_by_check CHECK (((char_length(decided_by) >= 1) AND (char_length(decided_by) <= 200))),
+    CONSTRAINT erasure_requests_grants_ended_check CHECK ((grants_ended >= 0)),
+    CONSTRAINT erasure_requests_justification_check CHECK (((char_length(justification) >= 1) AND (char_length(justification) <= 2000))),
+    CONSTRAINT erasure_requests_justified CHECK (((state = 'refused'::text) = (justification IS NOT NULL))),
+    CONSTRAINT erasure_requests_state_check CHECK ((state = ANY (ARRAY['received'::text, 'deleted'::text, 'refused'::text])))
+);
+
+--
 -- Name: outbox_events; Type: TABLE; Schema: revoker; Owner: -
 --
 
@@ -1761,6 +1808,7 @@ CREATE TABLE revoker.outbox_events (
     checkpoint jsonb,
     grant_id uuid,
     deletion jsonb,
+    erasure_code text,
     CONSTRAINT outbox_events_apple_user_id_check CHECK ((char_length(apple_user_id) <= 255)),
     CONSTRAINT outbox_events_client_id_check CHECK (((char_length(client_id) >= 1) AND (char_length(client_id) <= 255))),
     CONSTRAINT outbox_events_error_code_check CHECK ((char_length(error_code) <= 100)),
@@ -1793,7 +1841,8 @@ CREATE VIEW revoker.events AS
     e.provider,
     e.checkpoint,
     e.grant_id,
-    e.deletion
+    e.deletion,
+    e.erasure_code
    FROM revoker.outbox_events e
   WHERE (e.txid < pg_snapshot_xmin(pg_current_snapshot()));
 
@@ -1946,8 +1995,8 @@ CREATE TABLE revoker.revocation_requests (
     CONSTRAINT revocation_requests_attempts_check CHECK ((attempts >= 0)),
     CONSTRAINT revocation_requests_client_id_check CHECK (((char_length(client_id) >= 1) AND (char_length(client_id) <= 255))),
     CONSTRAINT revocation_requests_credential_digest_check CHECK ((octet_length(credential_digest) = 32)),
-    CONSTRAINT revocation_requests_credential_kind_check CHECK ((credential_kind = ANY (ARRAY['authorization_code'::text, 'refresh_token'::text, 'access_token'::text]))),
-    CONSTRAINT revocation_requests_enqueued_kind_check CHECK ((enqueued_kind = ANY (ARRAY['authorization_code'::text, 'refresh_token'::text, 'access_token'::text]))),
+    CONSTRAINT revocation_requests_credential_kind_check CHECK ((credential_kind = ANY (ARRAY['authorization_code'::text, 'refresh_token'::text, 'access_token'::text, 'identity_token'::text]))),
+    CONSTRAINT revocation_requests_enqueued_kind_check CHECK ((enqueued_kind = ANY (ARRAY['authorization_code'::text, 'refresh_token'::text, 'access_token'::text, 'identity_token'::text]))),
     CONSTRAINT revocation_requests_external_reference_check CHECK (((char_length(external_reference) >= 1) AND (char_length(external_reference) <= 255))),
     CONSTRAINT revocation_requests_final_erased CHECK (((state = ANY (ARRAY['pending'::text, 'running'::text])) OR (sealed_credential IS NULL) OR ((state = 'failed'::text) AND (outcome = 'client_misconfigured'::text)))),
     CONSTRAINT revocation_requests_last_error_code_check CHECK ((char_length(last_error_code) <= 100)),
@@ -2139,6 +2188,13 @@ ALTER TABLE ONLY revoker.credential_intake
     ADD CONSTRAINT credential_intake_pkey PRIMARY KEY (request_id);
 
 --
+-- Name: erasure_requests erasure_requests_pkey; Type: CONSTRAINT; Schema: revoker; Owner: -
+--
+
+ALTER TABLE ONLY revoker.erasure_requests
+    ADD CONSTRAINT erasure_requests_pkey PRIMARY KEY (code);
+
+--
 -- Name: grants grants_pkey; Type: CONSTRAINT; Schema: revoker; Owner: -
 --
 
@@ -2172,6 +2228,13 @@ ALTER TABLE ONLY revoker.outbox_events
 
 ALTER TABLE ONLY revoker.outbox_events
     ADD CONSTRAINT outbox_events_pkey PRIMARY KEY ("position");
+
+--
+-- Name: provider_messages provider_messages_erasure_code_key; Type: CONSTRAINT; Schema: revoker; Owner: -
+--
+
+ALTER TABLE ONLY revoker.provider_messages
+    ADD CONSTRAINT provider_messages_erasure_code_key UNIQUE (erasure_code);
 
 --
 -- Name: provider_messages provider_messages_pkey; Type: CONSTRAINT; Schema: revoker; Owner: -
@@ -2311,6 +2374,12 @@ CREATE INDEX audit_events_request ON ONLY revoker.audit_events USING btree (requ
 --
 
 CREATE INDEX audit_events_txid ON ONLY revoker.audit_events USING btree (txid, id);
+
+--
+-- Name: erasure_requests_user; Type: INDEX; Schema: revoker; Owner: -
+--
+
+CREATE INDEX erasure_requests_user ON revoker.erasure_requests USING btree (provider, client_id, user_id);
 
 --
 -- Name: grants_account; Type: INDEX; Schema: revoker; Owner: -
@@ -2609,6 +2678,12 @@ CREATE TRIGGER outbox_events_notify AFTER INSERT ON revoker.outbox_events FOR EA
 CREATE TRIGGER provider_messages_end_grants AFTER INSERT ON revoker.provider_messages FOR EACH ROW WHEN (new.ends_grants) EXECUTE FUNCTION revoker.grants_told_gone();
 
 --
+-- Name: provider_messages provider_messages_erasure; Type: TRIGGER; Schema: revoker; Owner: -
+--
+
+CREATE TRIGGER provider_messages_erasure AFTER INSERT ON revoker.provider_messages FOR EACH ROW WHEN ((new.erasure_code IS NOT NULL)) EXECUTE FUNCTION revoker.erasure_opened();
+
+--
 -- Name: provider_messages provider_messages_no_truncate; Type: TRIGGER; Schema: revoker; Owner: -
 --
 
@@ -2747,6 +2822,13 @@ ALTER TABLE ONLY revoker.audit_archives
 
 ALTER TABLE ONLY revoker.credential_intake
     ADD CONSTRAINT credential_intake_request_id_fkey FOREIGN KEY (request_id) REFERENCES revoker.revocation_requests(id) ON DELETE CASCADE;
+
+--
+-- Name: erasure_requests erasure_requests_code_fkey; Type: FK CONSTRAINT; Schema: revoker; Owner: -
+--
+
+ALTER TABLE ONLY revoker.erasure_requests
+    ADD CONSTRAINT erasure_requests_code_fkey FOREIGN KEY (code) REFERENCES revoker.provider_messages(erasure_code);
 
 --
 -- Name: grants grants_deletion_id_fkey; Type: FK CONSTRAINT; Schema: revoker; Owner: -

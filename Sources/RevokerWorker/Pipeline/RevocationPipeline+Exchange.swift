@@ -69,7 +69,7 @@ extension RevocationPipeline {
                 )
             )
         }
-        return try await hold(&run, refreshToken: refreshToken)
+        return try await hold(&run, token: Credential(kind: .refreshToken, secret: refreshToken))
     }
 
     /// Acts on what the identity token said: when the request names a user, a grant of anyone

@@ -58,11 +58,15 @@ extension RevocationPipeline {
         )
     }
 
-    /// Proves the stored refresh token live and checks whose grant it is: a validation ends
-    /// here, a hold keeps the token, a revoke hands it on.
-    func prove(_ app: any ProviderApp, _ provider: ProviderName, _ run: inout Run) async throws -> Next {
+    /// Proves the stored refresh (or access) token live and checks whose grant it is: a
+    /// validation ends here, a hold keeps the token, a revoke hands it on.
+    func prove(_ app: any ProviderApp, _ provider: ProviderName, _ kind: GrantTokenKind, _ run: inout Run) async throws -> Next {
         let token = run.claimed.credential.secret
-        switch await call(provider, app.clientID, app.tokenEndpoint, ticket: run.takeTicket(), { try await app.prove(refreshToken: token) }) {
+        let proving = { () async throws -> GrantProof in
+            if kind == .accessToken { return try await app.prove(accessToken: token) }
+            return try await app.prove(refreshToken: token)
+        }
+        switch await call(provider, app.clientID, app.tokenEndpoint, ticket: run.takeTicket(), proving) {
         case .failure(let failure, let latency): return .ended(try await handle(failure, latency: latency, step: .validate, &run))
         case .success(let proof, let latency):
             run.events.append(AuditEvent(.tokenValidated, providerEndpoint: app.tokenEndpoint, httpStatus: 200, latency: latency))
@@ -72,9 +76,17 @@ extension RevocationPipeline {
             if let refused = try await checkIdentity(proof.identity, &run, issued: issued, app: app, provider: provider) { return .ended(refused) }
             // A periodic validation proves a held grant live and revokes nothing.
             if run.request.purpose == .validate { return .ended(try await finish(&run, .live)) }
-            if run.request.purpose == .hold { return .ended(try await hold(&run, refreshToken: token)) }
-            return .revoke(token, .refreshToken)
+            if run.request.purpose == .hold { return .ended(try await hold(&run, token: run.claimed.credential)) }
+            return .revoke(token, kind)
         }
+    }
+
+    /// Holds an identity token that is itself the grant, verified when it was registered: no
+    /// call to make, so the first call's slot goes back.
+    func holdVerified(_ run: inout Run) async throws -> Disposition {
+        if let ticket = run.takeTicket() { rateLimits.cancel(ticket, of: run.request.clientID) }
+        run.verifiedSubject = run.request.userID
+        return try await hold(&run, token: run.claimed.credential)
     }
 
     /// Revokes `token`; the provider's 200 ends the request as revoked.
@@ -85,10 +97,11 @@ extension RevocationPipeline {
         _ provider: ProviderName,
         _ run: inout Run
     ) async throws -> Disposition {
-        switch await call(provider, app.clientID, app.revokeEndpoint, ticket: run.takeTicket(), { try await app.revoke(token: token, kind: kind) }) {
+        let endpoint = app.revokeEndpoint(for: kind)
+        switch await call(provider, app.clientID, endpoint, ticket: run.takeTicket(), { try await app.revoke(token: token, kind: kind) }) {
         case .failure(let failure, let latency): return try await handle(failure, latency: latency, step: .revoke, &run)
         case .success(_, let latency):
-            run.events.append(Self.revoked(kind, at: app.revokeEndpoint, latency: latency))
+            run.events.append(Self.revoked(kind, at: endpoint, latency: latency))
             return try await finish(&run, .revoked)
         }
     }

@@ -161,10 +161,19 @@ public struct RevocationPipeline: Sendable {
         if run.claimed.userRevocation == .accountDeleted { return try await accountGone(provider, &run) }
         if let postponed = try await bookFirstCall(&run) { return postponed }
         let next: Next
-        switch run.claimed.credential.kind {
-        case .authorizationCode: next = try await exchange(app, provider, &run)
-        case .refreshToken: next = try await prove(app, provider, &run)
-        case .accessToken: next = .revoke(run.claimed.credential.secret, .accessToken)
+        let secret = run.claimed.credential.secret
+        switch (run.claimed.credential.kind, run.request.purpose) {
+        case (.authorizationCode, _): next = try await exchange(app, provider, &run)
+        case (.refreshToken, _): next = try await prove(app, provider, .refreshToken, &run)
+        // An access token is proven when taken into custody, and before a revoke that names its
+        // user, where its provider can say whose it is; a held grant is revoked whoever it names.
+        case (.accessToken, .hold) where app.provesAccessTokens: next = try await prove(app, provider, .accessToken, &run)
+        case (.accessToken, .revoke) where app.provesAccessTokens && run.request.userID != nil && run.request.grantID == nil:
+            next = try await prove(app, provider, .accessToken, &run)
+        case (.accessToken, .revoke): next = .revoke(secret, .accessToken)
+        // An identity token that is the grant was verified completely when registered.
+        case (.identityToken, .hold): return try await holdVerified(&run)
+        case (.identityToken, .revoke): next = .revoke(secret, .identityToken)
         default: return try await unsupportedCredential(&run)
         }
         switch next {
@@ -212,11 +221,11 @@ public struct RevocationPipeline: Sendable {
             }
             return .paused
         case .transient:
-            if run.request.attempts >= run.request.maxAttempts, run.request.purpose == .hold, run.claimed.credential.kind == .refreshToken {
+            if run.request.attempts >= run.request.maxAttempts, run.request.purpose == .hold, run.claimed.credential.kind != .authorizationCode {
                 // Neither proven nor refused: kept in custody all the same (a deletion revokes it),
                 // its user unproven, rather than a live token dropped.
                 run.events.append(AuditEvent(.note, detail: "retries exhausted before the provider proved the grant; held with its user unproven"))
-                return try await hold(&run, refreshToken: run.claimed.credential.secret)
+                return try await hold(&run, token: run.claimed.credential)
             }
             if run.request.attempts >= run.request.maxAttempts {
                 run.logger.warning(
@@ -260,14 +269,14 @@ public struct RevocationPipeline: Sendable {
     /// The longest wait before retrying a code's exchange for custody.
     static let longestHoldRetry = Duration.seconds(15)
 
-    /// Ends a hold request: the refresh token sealed in its grant.
-    func hold(_ run: inout Run, refreshToken: String) async throws -> Disposition {
+    /// Ends a hold request: the token sealed in its grant.
+    func hold(_ run: inout Run, token: Credential) async throws -> Disposition {
         guard let grantID = run.request.grantID else {
             return try await finish(&run, .rejected, error: ErrorDetail(code: "no_grant", description: "a hold request without a grant"))
         }
         let (lease, events, subject) = (run.lease, run.events, run.verifiedSubject)
         let applied = try await store {
-            try await queue.custody.hold(lease, grantID: grantID, refreshToken: refreshToken, verifiedUserID: subject, events: events)
+            try await queue.custody.hold(lease, grantID: grantID, token: token, verifiedUserID: subject, events: events)
         }
         run.events = []
         return applied ? .finished(.held) : .leaseLost

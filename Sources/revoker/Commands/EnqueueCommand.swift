@@ -192,6 +192,8 @@ struct EnqueueCommand: AsyncParsableCommand {
                 "--provider is not a configured provider (configured: \(configured.joined(separator: ", ")))."
             case .unknownApp(let configured):
                 "The --client-id is not a configured \(provider) app (configured: \(configured.joined(separator: ", ")))."
+            case .unsupportedCredential(let accepted):
+                "--provider \(provider) takes \(accepted.map { $0.replacingOccurrences(of: "_", with: "-") }.joined(separator: " or ")) only (--kind)."
             case .unverifiableIdentityToken: "--provider \(provider) cannot verify identity tokens here."
             case .identityTokenRejected(let rejected): "The identity token did not verify (\(rejected.code)): \(rejected.reason)"
             case .keysUnavailable(let failure):

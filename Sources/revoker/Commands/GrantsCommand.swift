@@ -72,7 +72,13 @@ struct GrantsRegisterCommand: AsyncParsableCommand {
     var redirectURI: String?
 
     // A String, not an enum: ArgumentParser would echo a rejected value, and that value could be a token.
-    @Option(name: .customLong("kind"), help: ArgumentHelp("authorization-code or refresh-token.", valueName: "kind"))
+    @Option(
+        name: .customLong("kind"),
+        help: ArgumentHelp(
+            "authorization-code or refresh-token (Apple, Google); access-token or identity-token (Facebook: a person's token, or a Limited Login token).",
+            valueName: "kind"
+        )
+    )
     var kind: String
 
     @OptionGroup var credential: CredentialOptions
@@ -96,8 +102,13 @@ struct GrantsRegisterCommand: AsyncParsableCommand {
                     + "use --credential-file PATH or --credential-stdin. Nothing was stored."
             )
         }
-        guard let kind = EnqueueCommand.kinds[kind], kind == .authorizationCode || kind == .refreshToken else {
-            throw fail("--kind must be authorization-code or refresh-token (the value given is not shown). Nothing was stored.")
+        guard let kind = EnqueueCommand.kinds[kind] else {
+            throw fail(
+                "--kind must be authorization-code, refresh-token, access-token or identity-token (the value given is not shown). Nothing was stored."
+            )
+        }
+        if kind == .identityToken, user.idTokenFile != nil || user.userID != nil {
+            throw fail("An identity-token grant names its user itself: leave out --id-token-file and --user-id. Nothing was stored.")
         }
         try user.check()
         try credential.check()
@@ -125,13 +136,17 @@ struct GrantsRegisterCommand: AsyncParsableCommand {
                 redirectURI: redirectURI,
                 userID: user.userID
             )
-            if let idTokenFile = user.idTokenFile {
-                let token = try EnqueueCommand.readIdentityToken(idTokenFile)
-                let subject = try await RevokerApp.withProviders(configuration, logger: logger) { [provider, clientID] providers in
-                    try await EnqueueRules(served: configuration.clientIDsByProvider, providers: providers)
-                        .verifiedSubject(of: token, provider: provider, clientID: clientID)
-                }
-                new = try new.withUser(subject, fromIdentityToken: true)
+            // The grant checked against its provider, and the identity token that names its user
+            // (the grant's own, for an identity-token grant) verified.
+            let identityToken = try kind == .identityToken ? secret : user.idTokenFile.map(EnqueueCommand.readIdentityToken)
+            new = try await RevokerApp.withProviders(configuration, logger: logger) { [new, provider, clientID] providers in
+                let rules = EnqueueRules(served: configuration.clientIDsByProvider, providers: providers)
+                try rules.check(new)
+                guard let identityToken else { return new }
+                return try new.withUser(
+                    try await rules.verifiedSubject(of: identityToken, provider: provider, clientID: clientID),
+                    fromIdentityToken: true
+                )
             }
         } catch let invalid as NewRevocation.Invalid {
             throw fail("\(Self.place(of: invalid.field)) \(invalid.rule). Nothing was stored.")

@@ -1,14 +1,13 @@
 import AppleSignIn
 import AppleSignInSandbox
 import ArgumentParser
-import FacebookLogin
-import FacebookLoginSandbox
 import Foundation
 import GoogleSignIn
 import GoogleSignInSandbox
 import Hummingbird
 import Logging
 import ProviderSandbox
+import RevokerLocalStack
 
 struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -111,9 +110,11 @@ struct SandboxCommand: AsyncParsableCommand {
         for app in apps { try await sandbox.register(app) }
         let google = try await GoogleSandbox(configuration: .init(codeLifetime: .seconds(codeLifetime), faults: faults))
         for client in clients { try await google.register(clientID: client.clientID, clientSecret: client.secret.value) }
-        let facebook = try await FacebookSandbox(configuration: .init(faults: faults))
-        for app in try facebookRegistrations.map(Self.parseFacebookRegistration) {
-            try await facebook.register(appID: app.appID, appSecret: app.secret.value)
+        let facebook: any MountableSandbox
+        do {
+            facebook = try await LocalProvider.facebookSandbox(faults: faults, registering: facebookRegistrations)
+        } catch let error as SandboxRegistrationError {
+            throw ValidationError(error.message)
         }
         let tls = try httpsAuthorityFile.map { file in
             let tls = try SandboxTLS()
@@ -132,7 +133,7 @@ struct SandboxCommand: AsyncParsableCommand {
                     """
                     Apple sandbox listening on \(scheme)://\(host):\(port)
                     Google sandbox listening on \(scheme)://\(host):\(port)\(GoogleSandbox.prefix)
-                    Facebook sandbox listening on \(scheme)://\(host):\(port)\(FacebookSandbox.prefix)
+                    Facebook sandbox listening on \(scheme)://\(host):\(port)\(LocalProvider.facebook.path)
 
                     """.utf8
                 )
@@ -169,20 +170,6 @@ extension SandboxCommand {
             return (parts[0], try GoogleClientSecret.load(contentsOfFile: parts[1], clientID: parts[0]))
         } catch let error as GoogleSignInError {
             throw ValidationError(error.message)
-        }
-    }
-}
-
-extension SandboxCommand {
-    static func parseFacebookRegistration(_ value: String) throws -> FacebookApp {
-        let parts = value.split(separator: ",", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else {
-            throw ValidationError("--register-facebook expects APP_ID,SECRET_FILE; got \(parts.count) part\(parts.count == 1 ? "" : "s").")
-        }
-        do {
-            return try FacebookApp(appID: parts[0], secret: FacebookAppSecret.load(contentsOfFile: parts[1]))
-        } catch let error as FacebookLoginError {
-            throw ValidationError("--register-facebook: \(error.message)")
         }
     }
 }
