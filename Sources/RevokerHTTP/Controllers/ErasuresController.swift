@@ -54,7 +54,8 @@ struct ErasuresController {
             state = .deleted
         case "refused":
             guard let justification = body.justification, !justification.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
-                justification.unicodeScalars.count <= ErasureRequests.maximumJustification, !justification.unicodeScalars.contains(where: Self.isControl)
+                justification.unicodeScalars.count <= ErasureRequests.maximumJustification,
+                !justification.unicodeScalars.contains(where: Self.isControl)
             else {
                 throw APIProblem.invalid(
                     "A refusal needs a justification the person can read: 1 to \(ErasureRequests.maximumJustification) characters, no control characters but line breaks.",
