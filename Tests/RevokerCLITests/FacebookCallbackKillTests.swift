@@ -11,8 +11,9 @@ import Testing
 import Glibc
 #endif
 
-/// `revoker serve` SIGKILLed while Facebook calls the Deauthorize Callback: every callback it
-/// answered 200 is stored, and its event reaches the backend once a process runs again.
+/// `revoker serve` SIGKILLed while Facebook calls the Deauthorize and Data Deletion Request
+/// callbacks: every callback it answered 200 is stored (a data deletion with the code it
+/// answered), and its event reaches the backend once a process runs again.
 @Suite("Facebook's callbacks across a killed serve")
 struct FacebookCallbackKillTests {
     static let app = "1234567890123456"
@@ -40,7 +41,10 @@ struct FacebookCallbackKillTests {
                         Int($0.dropFirst(10).prefix { $0.isNumber })
                     }
                 )
-                let url = "http://127.0.0.1:\(port)/v1/facebook/deauthorize/\(Self.app)"
+                // Every other person asks for their data to be deleted as well.
+                let url: @Sendable (Int) -> String = { index in
+                    "http://127.0.0.1:\(port)/v1/facebook/\(index % 2 == 0 ? "deauthorize" : "data-deletion")/\(Self.app)"
+                }
 
                 // People remove the app, 8 callbacks at a time; the process dies after the 12th 200.
                 let answered = Answered()
@@ -52,11 +56,13 @@ struct FacebookCallbackKillTests {
                                 // Nothing more is sent once the process is dead (a call to its port would
                                 // wait out the client's deadline); what was in flight fails unanswered.
                                 guard await !answered.killed else { return }
-                                guard let delivery = try? await facebook.sendCallback(.init(url: url, .init(appID: Self.app, userID: user))),
+                                guard
+                                    let delivery = try? await facebook.sendCallback(.init(url: url(index), .init(appID: Self.app, userID: user))),
                                     delivery.status == 200
                                 else { return }
+                                let answer = (try? JSONSerialization.jsonObject(with: Data(delivery.body.utf8))) as? [String: Any]
                                 // The 12th answer kills the process, with the rest of its batch in flight.
-                                if await answered.add(user) == 12 {
+                                if await answered.add(user, code: answer?["confirmation_code"] as? String) == 12 {
                                     first.signal(SIGKILL)
                                     await answered.kill()
                                 }
@@ -75,14 +81,22 @@ struct FacebookCallbackKillTests {
                 ).collect()
                 let stored = Set(try rows.map { try $0.decode(String.self) })
                 #expect(Set(users).isSubset(of: stored), "answered but not stored: \(Set(users).subtracting(stored).sorted())")
+                // And every data deletion answered 200 opened the erasure request its answer named.
+                let codes = await answered.codes
+                #expect(!codes.isEmpty, "data deletions were answered before the kill")
+                let erasures = try await stack.database.client.query("SELECT code, user_id FROM revoker.erasure_requests").collect()
+                let opened = Dictionary(uniqueKeysWithValues: try erasures.map { try $0.decode((String, String).self) })
+                for (user, code) in codes { #expect(opened[code] == user, "the answered code \(code) of \(user) is stored") }
 
                 // Another process delivers every stored message's event to the backend, now up.
                 receiver.plan { _ in .status(200) }
                 let second = try RevokerProcess(["work", "--log-level", "info"], environment: stack.environment)
                 try await eventually("every stored callback's event delivered", timeout: .seconds(120)) {
-                    Self.deauthorized(receiver).isSuperset(of: stored)
+                    Self.told(receiver).isSuperset(of: stored)
                 }
-                print("facebook callbacks across a SIGKILL: \(users.count) of 40 answered 200, \(stored.count) stored, every stored one delivered")
+                let told = Self.erasureCodes(receiver)
+                for (user, code) in codes { #expect(told[user] == code, "\(user)'s event carries the code its callback was answered with") }
+                print("facebook callbacks across a SIGKILL: \(users.count) of 40 answered 200 (\(codes.count) data deletions), \(stored.count) stored, every stored one delivered")
                 second.signal(SIGTERM)
                 let ended = try await second.wait(timeout: .seconds(60))
                 #expect(ended.status == 0, "\(ended.stderr.suffix(1000))")
@@ -94,24 +108,39 @@ struct FacebookCallbackKillTests {
     /// The people whose callbacks were answered 200.
     actor Answered {
         private(set) var users: [String] = []
+        /// The confirmation code each answered data deletion was given, by user.
+        private(set) var codes: [String: String] = [:]
         private(set) var killed = false
 
         func kill() { killed = true }
 
         /// Adds one; returns how many there are.
-        func add(_ user: String) -> Int {
+        func add(_ user: String, code: String?) -> Int {
             users.append(user)
+            if let code { codes[user] = code }
             return users.count
         }
     }
 
-    /// The users of the `facebook.deauthorized` events the backend received.
-    static func deauthorized(_ receiver: WebhookReceiver) -> Set<String> {
-        Set(
-            receiver.deliveries.filter { (200..<300).contains($0.answered) && $0.type == "facebook.deauthorized" }.compactMap { delivery in
-                let event = (try? JSONSerialization.jsonObject(with: Data(delivery.body.utf8))) as? [String: Any]
-                return (event?["data"] as? [String: Any])?["user_id"] as? String
-            }
+    /// The `data` of the Facebook callbacks' events the backend received.
+    static func received(_ receiver: WebhookReceiver) -> [[String: Any]] {
+        let types: Set<String> = ["facebook.deauthorized", "facebook.data_deletion_requested"]
+        return receiver.deliveries.filter { (200..<300).contains($0.answered) && types.contains($0.type ?? "") }.compactMap { delivery in
+            let event = (try? JSONSerialization.jsonObject(with: Data(delivery.body.utf8))) as? [String: Any]
+            return event?["data"] as? [String: Any]
+        }
+    }
+
+    /// The users the backend was told of.
+    static func told(_ receiver: WebhookReceiver) -> Set<String> {
+        Set(received(receiver).compactMap { $0["user_id"] as? String })
+    }
+
+    /// The erasure code of each data deletion the backend was told of, by user.
+    static func erasureCodes(_ receiver: WebhookReceiver) -> [String: String] {
+        Dictionary(
+            received(receiver).compactMap { data in (data["user_id"] as? String).flatMap { user in (data["erasure_code"] as? String).map { (user, $0) } } },
+            uniquingKeysWith: { first, _ in first }
         )
     }
 }
