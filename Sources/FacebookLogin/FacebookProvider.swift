@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import RevokerProvider
+import Synchronization
 
 /// Facebook Login behind the provider seam: the apps over one shared connection pool, and one
 /// Limited Login verifier (Facebook's keys are the same for every app).
@@ -43,6 +44,29 @@ public struct FacebookProvider: SignInProvider {
 public struct FacebookProviderApp: ProviderApp {
     public let app: FacebookApp
     public let client: FacebookClient
+    /// Whose tokens one attempt's proof found, so that its revoke asks `debug_token` once.
+    let named: NamedPeople?
+
+    public init(app: FacebookApp, client: FacebookClient) {
+        self.init(app: app, client: client, named: nil)
+    }
+
+    init(app: FacebookApp, client: FacebookClient, named: NamedPeople?) {
+        self.app = app
+        self.client = client
+        self.named = named
+    }
+
+    /// The people one attempt's `debug_token` calls named, by token.
+    final class NamedPeople: Sendable {
+        private let people = Mutex<[String: String]>([:])
+        func person(of token: String) -> String? { people.withLock { $0[token] } }
+        func remember(_ person: String, of token: String) { people.withLock { $0[token] = person } }
+    }
+
+    public func forAttempt() -> any ProviderApp {
+        FacebookProviderApp(app: app, client: client, named: NamedPeople())
+    }
 
     public var clientID: String { app.appID }
     public var tokenEndpoint: String { FacebookEndpoint.debugToken.rawValue }
@@ -84,6 +108,7 @@ public struct FacebookProviderApp: ProviderApp {
     /// token: the uninstall endpoint Meta documents for Limited Login.
     public func revoke(token: String, kind: GrantTokenKind) async throws {
         if kind == .identityToken { return try await client.uninstall(identityToken: token, app: app) }
+        if let known = named?.person(of: token) { return try await client.removeLogin(userID: known, app: app) }
         try await client.removeLogin(userID: try await person(of: token), app: app)
     }
 
@@ -128,6 +153,7 @@ public struct FacebookProviderApp: ProviderApp {
             throw rejected("Facebook does not know the token as a user token of this app")
         }
         if info.failureSubcode == 458 { throw rejected("the person already removed the app") }
+        named?.remember(userID, of: token)
         return userID
     }
 

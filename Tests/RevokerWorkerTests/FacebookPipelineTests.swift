@@ -77,6 +77,8 @@ struct FacebookPipelineTests {
             for (reference, grantID) in [("f-access", access.grantID), ("f-proven", refresh.grantID)] {
                 let grant = try await facebook.grant(grantID)
                 #expect(grant.revoked && grant.revocations == 1 && grant.revokeCalls == 1, "\(reference) revoked exactly once: \(grant)")
+                // The proof's debug_token names the person for the revoke as well: one call, not two.
+                #expect(grant.validations == 1, "\(reference): debug_token asked once per attempt: \(grant)")
             }
             #expect(try await facebook.grant(mismatch.grantID).revokeCalls == 0, "someone else's grant is never revoked")
             #expect(try await facebook.grant(foreign.grantID).revoked == false)
