@@ -96,7 +96,9 @@ struct FacebookCallbackKillTests {
                 }
                 let told = Self.erasureCodes(receiver)
                 for (user, code) in codes { #expect(told[user] == code, "\(user)'s event carries the code its callback was answered with") }
-                print("facebook callbacks across a SIGKILL: \(users.count) of 40 answered 200 (\(codes.count) data deletions), \(stored.count) stored, every stored one delivered")
+                print(
+                    "facebook callbacks across a SIGKILL: \(users.count) of 40 answered 200 (\(codes.count) data deletions), \(stored.count) stored, every stored one delivered"
+                )
                 second.signal(SIGTERM)
                 let ended = try await second.wait(timeout: .seconds(60))
                 #expect(ended.status == 0, "\(ended.stderr.suffix(1000))")
@@ -139,7 +141,9 @@ struct FacebookCallbackKillTests {
     /// The erasure code of each data deletion the backend was told of, by user.
     static func erasureCodes(_ receiver: WebhookReceiver) -> [String: String] {
         Dictionary(
-            received(receiver).compactMap { data in (data["user_id"] as? String).flatMap { user in (data["erasure_code"] as? String).map { (user, $0) } } },
+            received(receiver).compactMap { data in
+                (data["user_id"] as? String).flatMap { user in (data["erasure_code"] as? String).map { (user, $0) } }
+            },
             uniquingKeysWith: { first, _ in first }
         )
     }
