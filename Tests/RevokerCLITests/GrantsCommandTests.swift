@@ -1,4 +1,6 @@
 import AppleSignInSandbox
+import FacebookLogin
+import FacebookLoginSandbox
 import Foundation
 import GoogleSignInSandbox
 import PostgresNIO
@@ -208,6 +210,48 @@ struct GrantsCommandTests {
             #expect(grants.count == count && Set(grants.map(\.reference)).count == count, "every line taken in once")
             #expect(grants.allSatisfy { $0.state == "pending" }, "each waits for a worker to validate it (none runs here)")
             print("import kill test: \(record.lines) lines recorded at SIGKILL, \(heldAtKill) held, \(existing) read again as existing")
+        }
+    }
+
+    /// Facebook's grants from the command line: a person's access token (proven at the Graph API)
+    /// and a Limited Login token (verified here, held as it is); a forged Limited Login token and
+    /// a kind Facebook does not issue are refused with exit 2 and nothing stored.
+    @Test func registerTakesAFacebookAccessTokenAndALimitedLoginToken() async throws {
+        let app = "1234567890123456"
+        try await RevokerTestStack.with(apps: [.facebook: [app]], worker: Self.worker, serving: .worker) { stack in
+            let facebook = FacebookSandboxAdmin(baseURL: stack.sandbox.baseURL + FacebookSandbox.prefix, httpClient: stack.sandbox.httpClient)
+            let person = try await facebook.signIn(appID: app, userID: "6001")
+            let limited = try await facebook.limitedLoginToken(.init(appID: app, subject: "6002"))
+            let forged = try await facebook.limitedLoginToken(.init(appID: app, subject: "6003", signature: .forged))
+            for secret in [person.value, limited.value, forged.value] { stack.secrets.add(secret) }
+            func register(_ reference: String, _ kind: String, _ secret: String) async throws -> RevokerProcess.Result {
+                try await RevokerProcess.run(
+                    [
+                        "grants", "register", "--provider", "facebook", "--client-id", app, "--account-reference", reference, "--kind", kind,
+                        "--credential-stdin", "--wait", "60", "--json",
+                    ],
+                    environment: stack.environment,
+                    stdin: Data(secret.utf8)
+                )
+            }
+            for (reference, kind, secret, user) in [
+                ("fb-7", "access-token", person.value, "6001"), ("fb-8", "identity-token", limited.value, "6002"),
+            ] {
+                let held = try await register(reference, kind, secret)
+                #expect(held.status == 0, "\(kind): \(held.stderr)")
+                let grant = try #require((try parseJSON(held.stdout) as? [String: Any])?["grant"] as? [String: Any], "\(held.stdout)")
+                #expect(grant["state"] as? String == "held" && grant["user_id"] as? String == user, "\(kind): \(grant)")
+                #expect(grant["user_source"] as? String == "verified_id_token", "\(kind): \(grant)")
+            }
+            let refused = try await register("fb-9", "identity-token", forged.value)
+            #expect(refused.status == 2 && refused.stderr.contains("did not verify"), "\(refused.stderr)")
+            let refresh = try await register("fb-9", "refresh-token", person.value)
+            #expect(
+                refresh.status == 2 && refresh.stderr.contains("--provider facebook takes access-token or identity-token only"),
+                "\(refresh.stderr)"
+            )
+            for result in [refused, refresh] { try stack.expectNoSecrets(in: result.stdout + result.stderr) }
+            #expect(try await Self.grants(stack).map(\.reference) == ["fb-7", "fb-8"])
         }
     }
 
