@@ -141,9 +141,9 @@ struct GrantsCommandTests {
             #expect(
                 refused == [
                     "line 4: refused: the line is not well-formed JSON: an object is not closed.",
-                    "line 5: refused: refresh_token is missing (import takes refresh tokens; register codes at sign-in).",
+                    "line 5: refused: refresh_token is missing (import takes refresh tokens, or access tokens where a provider's grants are one; register codes at sign-in).",
                     "line 6: refused: client_id com.example.unknown is not a configured apple app.",
-                    "line 7: refused: it has a field other than provider, client_id, account_reference, refresh_token, user_id.",
+                    "line 7: refused: it has a field other than provider, client_id, account_reference, refresh_token, access_token, user_id.",
                     "line 9: refused: the line is longer than 16384 bytes.",
                     "line 10: refused: this refresh token is held for another account or provider.",
                 ],
@@ -252,6 +252,28 @@ struct GrantsCommandTests {
             )
             for result in [refused, refresh] { try stack.expectNoSecrets(in: result.stdout + result.stderr) }
             #expect(try await Self.grants(stack).map(\.reference) == ["fb-7", "fb-8"])
+
+            // Tokens a backend already holds: a Facebook grant is imported as the person's access token.
+            let other = try await facebook.signIn(appID: app, userID: "6004")
+            stack.secrets.add(other.value)
+            let lines = [
+                #"{"account_reference": "fb-10", "access_token": "\#(other.value)"}"#,
+                #"{"account_reference": "fb-11", "refresh_token": "\#(other.value)"}"#,
+            ]
+            let imported = try await RevokerProcess.run(
+                ["grants", "import", "--provider", "facebook", "--client-id", app],
+                environment: stack.environment,
+                stdin: Data(lines.joined(separator: "\n").utf8)
+            )
+            #expect(imported.status == 1, "\(imported.stdout) \(imported.stderr)")
+            #expect(
+                imported.stdout.contains("line 2") && imported.stdout.contains("grants are imported as access_token, not refresh_token"),
+                "\(imported.stdout)"
+            )
+            try stack.expectNoSecrets(in: imported.stdout + imported.stderr)
+            try await eventually("the imported access token is held") {
+                try await Self.grants(stack).contains { $0.reference == "fb-10" && $0.state == "held" && $0.user == "6004" }
+            }
         }
     }
 

@@ -3,7 +3,8 @@ import Foundation
 import Logging
 import RevokerProvider
 
-/// Takes refresh tokens a backend already holds into custody: one JSON object per line
+/// Takes the tokens a backend already holds into custody (refresh tokens; a person's access
+/// token where the provider's grants come as one): one JSON object per line
 /// (`revoker grants import`), registered in batches, resumable from a progress record.
 ///
 /// Registering is idempotent (the same token for the same account is the same grant), so a
@@ -11,7 +12,7 @@ import RevokerProvider
 /// re-reading of what was already taken in.
 public struct GrantImport: Sendable {
     /// The fields a line may have.
-    public static let fields = ["provider", "client_id", "account_reference", "refresh_token", "user_id"]
+    public static let fields = ["provider", "client_id", "account_reference", "refresh_token", "access_token", "user_id"]
     /// The longest line read; anything longer is refused unread.
     public static let maximumLineBytes = 16_384
     /// Lines read and registered between two progress records.
@@ -23,6 +24,9 @@ public struct GrantImport: Sendable {
     public let queue: RevocationQueue
     /// The apps configured per provider: a line for another app is refused.
     public let served: [String: Set<String>]
+    /// The credentials each provider's grants come as (``SignInProvider/grantKinds``); a line
+    /// with another is refused. A provider not named takes refresh tokens.
+    public let grantKinds: [String: Set<String>]
     /// The provider of a line that names none.
     public let defaultProvider: String
     /// The `client_id` of a line that names none.
@@ -33,6 +37,7 @@ public struct GrantImport: Sendable {
     public init(
         queue: RevocationQueue,
         served: [String: Set<String>],
+        grantKinds: [String: Set<String>] = [:],
         defaultProvider: String = NewRevocation.defaultProvider,
         defaultClientID: String? = nil,
         actor: String,
@@ -40,6 +45,7 @@ public struct GrantImport: Sendable {
     ) {
         self.queue = queue
         self.served = served
+        self.grantKinds = grantKinds
         self.defaultProvider = defaultProvider
         self.defaultClientID = defaultClientID
         self.actor = actor
@@ -100,8 +106,14 @@ public struct GrantImport: Sendable {
             default: throw Refusal(reason: "\(field) must be a string")
             }
         }
-        guard let token = try text("refresh_token") else {
-            throw Refusal(reason: "refresh_token is missing (import takes refresh tokens; register codes at sign-in)")
+        let tokens = [(CredentialKind.refreshToken, try text("refresh_token")), (.accessToken, try text("access_token"))]
+            .compactMap { kind, token in token.map { Credential(kind: kind, secret: $0) } }
+        guard tokens.count == 1, let credential = tokens.first else {
+            throw Refusal(
+                reason: tokens.isEmpty
+                    ? "refresh_token is missing (import takes refresh tokens, or access tokens where a provider's grants are one; register codes at sign-in)"
+                    : "give one of refresh_token and access_token"
+            )
         }
         guard let reference = try text("account_reference") else { throw Refusal(reason: "account_reference is missing") }
         let provider = try text("provider") ?? defaultProvider
@@ -115,7 +127,7 @@ public struct GrantImport: Sendable {
                 provider: provider,
                 clientID: clientID,
                 accountReference: reference,
-                credential: Credential(kind: .refreshToken, secret: token),
+                credential: credential,
                 userID: userID
             )
         } catch {
@@ -123,7 +135,7 @@ public struct GrantImport: Sendable {
                 switch error.field {
                 case .externalReference: "account_reference"
                 case .userID: "user_id"
-                case .credential: "refresh_token"
+                case .credential: credential.kind.rawValue
                 default: error.field.rawValue
                 }
             throw Refusal(reason: "\(field) \(error.rule)")
@@ -133,6 +145,14 @@ public struct GrantImport: Sendable {
         }
         guard apps.contains(grant.clientID) else {
             throw Refusal(reason: "client_id \(grant.clientID) is not a configured \(grant.provider) app")
+        }
+        let accepted = grantKinds[grant.provider] ?? [CredentialKind.refreshToken.rawValue]
+        guard accepted.contains(credential.kind.rawValue) else {
+            let takes = [CredentialKind.refreshToken, .accessToken].map(\.rawValue).filter(accepted.contains)
+            throw Refusal(
+                reason:
+                    "provider \(grant.provider)'s grants are imported as \(takes.isEmpty ? "nothing" : takes.joined(separator: " or ")), not \(credential.kind.rawValue)"
+            )
         }
         return grant
     }

@@ -199,7 +199,8 @@ struct GrantsImportCommand: AsyncParsableCommand {
         abstract: "Take the refresh tokens a backend already holds into custody, from JSON lines.",
         discussion: """
             Each line is one JSON object: {"account_reference": "user-42", "refresh_token": "…"} with optional \
-            "provider" (default: --provider), "client_id" (default: --client-id) and "user_id". Blank lines are \
+            "provider" (default: --provider), "client_id" (default: --client-id) and "user_id". A Facebook grant is \
+            the person's access token instead: {"account_reference": "user-42", "access_token": "…"}. Blank lines are \
             passed over. Lines are read from --file or standard input (never the command line) and registered \
             \(GrantImport.batchSize) at a time; each refused line is reported by its number and why, never its content.
 
@@ -275,10 +276,15 @@ struct GrantsImportCommand: AsyncParsableCommand {
         let showsProgress = isatty(STDERR_FILENO) == 1
         let started = ContinuousClock.now
         let startLines = progress.lines
+        // What each provider's grants come as, from the providers themselves.
+        let grantKinds = try await RevokerApp.withProviders(configuration, logger: logger) { providers in
+            Dictionary(uniqueKeysWithValues: providers.all.map { ($0.key.rawValue, $0.value.grantKinds) })
+        }
         let final = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { [progress] client in
             let importer = GrantImport(
                 queue: RevocationQueue(client: client, sealer: configuration.sealer, logger: logger),
                 served: configuration.clientIDsByProvider,
+                grantKinds: grantKinds,
                 defaultProvider: provider,
                 defaultClientID: clientID,
                 actor: actor,
