@@ -109,9 +109,16 @@ extension Benchmark {
                         let asked = ContinuousClock.now
                         let (status, _, _) = try await api.send(.POST, "/v1/accounts/\(reference)/deletion", [:])
                         if status != 202 && status != 201 { problems.append("a deletion answered \(status)") }
+                        // Told once completed; an account the kill left holding nothing is told to no app.
                         try await waitUntil("\(reference)'s deletion is told", within: .seconds(options.drainTimeoutSeconds)) {
                             try await countRows(
-                                "SELECT count(*)::int FROM revoker.events WHERE type = 'account.deletion_completed' AND external_reference = \(reference)",
+                                """
+                                SELECT count(*)::int FROM revoker.account_deletions d
+                                WHERE d.account_reference = \(reference) AND d.state = 'completed'
+                                  AND (d.outcome = 'nothing_held' OR EXISTS (
+                                      SELECT 1 FROM revoker.events e
+                                      WHERE e.type = 'account.deletion_completed' AND e.external_reference = \(reference)))
+                                """,
                                 running.database
                             ) > 0
                         }

@@ -81,7 +81,7 @@ public struct Benchmark: Sendable {
             drains.append(drain)
         }
         for latency in options.mixedLatenciesMilliseconds {
-            progress("drain: \(options.requests) requests, every other one a Google grant, latency \(latency) ms, 1 worker process")
+            progress("drain: \(options.requests) requests, a third each Apple, Google and Facebook grants, latency \(latency) ms, 1 worker process")
             let drain = try await measureDrain(latency: latency, processes: 1, mixed: true)
             progress(
                 "  \(BenchmarkReport.number(drain.revocationsPerSecond)) revocations/s\(drain.valid ? "" : " INVALID: \(drain.problems.joined(separator: "; "))")"
