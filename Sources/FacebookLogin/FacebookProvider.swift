@@ -75,22 +75,16 @@ public struct FacebookProviderApp: ProviderApp {
     /// Facebook Login's grants come as a user access token or a Limited Login token, never as a
     /// code for Revoker to exchange.
     public func exchange(code _: String, redirectURI _: String?) async throws -> GrantProof {
-        throw ProviderFailure(
+        throw ProviderFailure.unsupportedCredential(
             endpoint: tokenEndpoint,
-            classification: .requestRejected,
-            httpStatus: nil,
-            error: "unsupported_credential",
             detail: "a Facebook Login grant is given as the person's access token, not as a code"
         )
     }
 
     /// Facebook issues no refresh token to an app's client.
     public func prove(refreshToken _: String) async throws -> GrantProof {
-        throw ProviderFailure(
+        throw ProviderFailure.unsupportedCredential(
             endpoint: tokenEndpoint,
-            classification: .requestRejected,
-            httpStatus: nil,
-            error: "unsupported_credential",
             detail: "Facebook Login issues no refresh token; give the person's access token"
         )
     }

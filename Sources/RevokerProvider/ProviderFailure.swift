@@ -50,6 +50,12 @@ public struct ProviderFailure: Error, Sendable, Hashable, CustomStringConvertibl
         self.detail = detail
     }
 
+    /// A credential of a kind this provider's grants never come as: final for the request, made
+    /// without a call.
+    public static func unsupportedCredential(endpoint: String, detail: String) -> Self {
+        Self(endpoint: endpoint, classification: .requestRejected, httpStatus: nil, error: "unsupported_credential", detail: detail)
+    }
+
     public var description: String {
         var text = "\(endpoint): \(detail)"
         if let errorDescription { text += " (\(errorDescription))" }

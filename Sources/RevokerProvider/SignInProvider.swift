@@ -86,13 +86,7 @@ extension ProviderApp {
     public var provesAccessTokens: Bool { false }
 
     public func prove(accessToken _: String) async throws -> GrantProof {
-        throw ProviderFailure(
-            endpoint: tokenEndpoint,
-            classification: .requestRejected,
-            httpStatus: nil,
-            error: "unsupported_credential",
-            detail: "this provider's grants are not held by an access token"
-        )
+        throw ProviderFailure.unsupportedCredential(endpoint: tokenEndpoint, detail: "this provider's grants are not held by an access token")
     }
 }
 

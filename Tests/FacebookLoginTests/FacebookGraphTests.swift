@@ -51,6 +51,38 @@ struct FacebookGraphTests {
         }
     }
 
+    /// Limited Login's uninstall ends the grant of a token Facebook issued to the app, even long
+    /// expired; any other refusal ends the request and never blames the app's configuration (no
+    /// app credential is sent), while throttling stays transient.
+    @Test func uninstallEndsALimitedLoginGrantAndARefusalIsTheRequestsAlone() async throws {
+        try await FacebookSandboxHarness.with { harness in
+            let minted = try await harness.admin.limitedLoginToken(.init(appID: FacebookSandboxHarness.appID, subject: "7001"))
+            let theirs = try await harness.admin.limitedLoginToken(.init(appID: FacebookSandboxHarness.otherAppID, subject: "7002"))
+            try await harness.admin.advanceClock(by: 90 * 86_400)
+            try await harness.client.uninstall(identityToken: minted.value, app: harness.app)
+            let grant = try await harness.admin.grant(minted.grantID)
+            #expect(grant.revoked && grant.revocations == 1 && grant.revokeCalls == 1, "\(grant)")
+
+            for (token, name) in [("not.a.token", "a token Facebook never issued"), (theirs.value, "another app's token")] {
+                let failure = await #expect(throws: ProviderFailure.self, "\(name)") {
+                    try await harness.client.uninstall(identityToken: token, app: harness.app)
+                }
+                #expect(
+                    failure?.classification == .requestRejected && failure?.endpoint == FacebookEndpoint.uninstall.rawValue,
+                    "\(name): \(String(describing: failure))"
+                )
+                #expect(!(failure?.description.contains(token) ?? true), "\(name): the failure repeats nothing of the token")
+            }
+            #expect(try await harness.admin.grant(theirs.grantID).revoked == false)
+
+            try await harness.admin.setFaults(SandboxFaults(throttleRate: 1, retryAfterSeconds: 3))
+            let throttled = await #expect(throws: ProviderFailure.self) {
+                try await harness.client.uninstall(identityToken: minted.value, app: harness.app)
+            }
+            #expect(throttled?.classification == .transient, "\(String(describing: throttled))")
+        }
+    }
+
     @Test func theAppsOwnCredentialsAreCheckedAndTheirFaultIsTheApps() async throws {
         try await Harness.with { harness in
             _ = try await harness.admin.signIn(appID: Harness.appID, userID: Self.user)

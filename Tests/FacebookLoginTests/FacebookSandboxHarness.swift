@@ -37,7 +37,11 @@ struct FacebookSandboxHarness: Sendable {
                 try await admin.registerApp(appID: otherAppID, appSecret: otherSecret)
                 let client = FacebookClient(
                     clients: ProviderHTTPClients([httpClient]),
-                    configuration: .init(graphBaseURL: baseURL, limitedLoginKeysURL: baseURL + FacebookEndpoint.limitedLoginKeys.rawValue)
+                    configuration: .init(
+                        graphBaseURL: baseURL,
+                        limitedLoginKeysURL: baseURL + FacebookEndpoint.limitedLoginKeys.rawValue,
+                        limitedLoginUninstallURL: baseURL + FacebookEndpoint.uninstall.rawValue
+                    )
                 )
                 return try await body(
                     FacebookSandboxHarness(

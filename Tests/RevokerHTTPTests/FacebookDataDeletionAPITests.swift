@@ -139,6 +139,28 @@ struct FacebookDataDeletionAPITests {
             #expect(deleted.status == 200 && deleted.json["state"] as? String == "deleted", "\(deleted.text)")
             let page = try await Self.page(api, "/deletion-status/\(code)")
             #expect(page.text.contains("Deleted: the app confirmed it deleted your data."), "\(page.text)")
+
+            // The justification's limit counts code points, as the database does: 2,000 (in 1,000
+            // accented letters, each a letter and a combining accent) are taken, 2,002 are not.
+            let second = try await facebook.sendCallback(.init(url: url, .init(appID: Self.app, userID: "5004")))
+            let other = try #require(
+                (try JSONSerialization.jsonObject(with: Data(second.body.utf8)) as? [String: Any])?["confirmation_code"] as? String
+            )
+            let accented = "e\u{301}"
+            let tooLong = try await api.call(
+                .POST,
+                "/v1/erasures/\(other)/decision",
+                key: api.keys.writer,
+                json: ["state": "refused", "justification": String(repeating: accented, count: 1001)]
+            )
+            #expect(tooLong.status == 422 && tooLong.json["field"] as? String == "justification", "\(tooLong.text)")
+            let longest = try await api.call(
+                .POST,
+                "/v1/erasures/\(other)/decision",
+                key: api.keys.writer,
+                json: ["state": "refused", "justification": String(repeating: accented, count: 1000)]
+            )
+            #expect(longest.status == 200 && longest.json["state"] as? String == "refused", "\(longest.text)")
         }
     }
 

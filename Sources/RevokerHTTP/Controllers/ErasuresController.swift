@@ -53,14 +53,8 @@ struct ErasuresController {
             }
             state = .deleted
         case "refused":
-            guard let justification = body.justification, !justification.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty,
-                justification.unicodeScalars.count <= ErasureRequests.maximumJustification,
-                !justification.unicodeScalars.contains(where: Self.isControl)
-            else {
-                throw APIProblem.invalid(
-                    "A refusal needs a justification the person can read: 1 to \(ErasureRequests.maximumJustification) characters, no control characters but line breaks.",
-                    field: "justification"
-                )
+            if let problem = ErasureRequests.justificationProblem(body.justification ?? "") {
+                throw APIProblem.invalid("A refusal needs \(problem).", field: "justification")
             }
             state = .refused
         default:
@@ -78,10 +72,6 @@ struct ErasuresController {
             throw APIProblem.conflict("This request was already decided (\(erasure.state.rawValue)); a decision stands once made.")
         case .notFound: throw APIProblem.notFound("No erasure request with this code.")
         }
-    }
-
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.properties.generalCategory == .control && scalar != "\n" && scalar != "\r" && scalar != "\t"
     }
 }
 

@@ -22,11 +22,8 @@ public struct GrantImport: Sendable {
     static let parallel = 4
 
     public let queue: RevocationQueue
-    /// The apps configured per provider: a line for another app is refused.
-    public let served: [String: Set<String>]
-    /// The credentials each provider's grants come as (``SignInProvider/grantKinds``); a line
-    /// with another is refused. A provider not named takes refresh tokens.
-    public let grantKinds: [String: Set<String>]
+    /// What a line may name: a configured provider's app, with a token its grants come as.
+    public let rules: EnqueueRules
     /// The provider of a line that names none.
     public let defaultProvider: String
     /// The `client_id` of a line that names none.
@@ -36,16 +33,14 @@ public struct GrantImport: Sendable {
 
     public init(
         queue: RevocationQueue,
-        served: [String: Set<String>],
-        grantKinds: [String: Set<String>] = [:],
+        rules: EnqueueRules,
         defaultProvider: String = NewRevocation.defaultProvider,
         defaultClientID: String? = nil,
         actor: String,
         logger: Logger
     ) {
         self.queue = queue
-        self.served = served
-        self.grantKinds = grantKinds
+        self.rules = rules
         self.defaultProvider = defaultProvider
         self.defaultClientID = defaultClientID
         self.actor = actor
@@ -140,19 +135,21 @@ public struct GrantImport: Sendable {
                 }
             throw Refusal(reason: "\(field) \(error.rule)")
         }
-        guard let apps = served[grant.provider] else {
-            throw Refusal(reason: "provider \(grant.provider) is not configured (configured: \(served.keys.sorted().joined(separator: ", ")))")
-        }
-        guard apps.contains(grant.clientID) else {
-            throw Refusal(reason: "client_id \(grant.clientID) is not a configured \(grant.provider) app")
-        }
-        let accepted = grantKinds[grant.provider] ?? [CredentialKind.refreshToken.rawValue]
-        guard accepted.contains(credential.kind.rawValue) else {
-            let takes = [CredentialKind.refreshToken, .accessToken].map(\.rawValue).filter(accepted.contains)
-            throw Refusal(
-                reason:
-                    "provider \(grant.provider)'s grants are imported as \(takes.isEmpty ? "nothing" : takes.joined(separator: " or ")), not \(credential.kind.rawValue)"
-            )
+        do throws(EnqueueRules.Refusal) {
+            try rules.check(grant)
+        } catch {
+            switch error {
+            case .unknownProvider(let configured):
+                throw Refusal(reason: "provider \(grant.provider) is not configured (configured: \(configured.joined(separator: ", ")))")
+            case .unknownApp: throw Refusal(reason: "client_id \(grant.clientID) is not a configured \(grant.provider) app")
+            case .unsupportedCredential(let accepted):
+                let takes = [CredentialKind.refreshToken, .accessToken].map(\.rawValue).filter(accepted.contains)
+                throw Refusal(
+                    reason:
+                        "provider \(grant.provider)'s grants are imported as \(takes.isEmpty ? "nothing" : takes.joined(separator: " or ")), not \(credential.kind.rawValue)"
+                )
+            default: throw Refusal(reason: "the line cannot be taken in")
+            }
         }
         return grant
     }

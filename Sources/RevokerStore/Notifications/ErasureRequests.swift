@@ -42,8 +42,20 @@ public struct ErasureRequests: Sendable {
         self.logger = logger
     }
 
-    /// The longest justification kept.
+    /// The longest justification kept, in code points (as PostgreSQL counts).
     public static let maximumJustification = 2000
+
+    /// Why `text` cannot be the justification the person reads, or nil when it can: 1 to
+    /// ``maximumJustification`` code points, something besides white space, and no control
+    /// character but line breaks and tabs.
+    public static func justificationProblem(_ text: String) -> String? {
+        let readable =
+            (1...maximumJustification).contains(text.unicodeScalars.count)
+            && !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+            && !text.unicodeScalars.contains { $0.properties.generalCategory == .control && !"\n\r\t".unicodeScalars.contains($0) }
+        return readable
+            ? nil : "a justification the person can read: 1 to \(maximumJustification) characters, no control characters but line breaks"
+    }
 
     /// A new public code: 20 characters of RFC 4648 base32 from the system's random source.
     static func newCode() -> String {
@@ -95,9 +107,8 @@ public struct ErasureRequests: Sendable {
         guard (state == .refused) == (justification != nil) else {
             throw RevokerStoreError(.invalidArgument, "a refusal, and only a refusal, carries a justification")
         }
-        // Counted as PostgreSQL counts (code points).
-        if let justification, !(1...Self.maximumJustification).contains(justification.unicodeScalars.count) {
-            throw RevokerStoreError(.invalidArgument, "the justification must be 1 to \(Self.maximumJustification) characters")
+        if let justification, let problem = Self.justificationProblem(justification) {
+            throw RevokerStoreError(.invalidArgument, "a refusal needs \(problem)")
         }
         guard Self.isCode(code) else { return .notFound }
         let logger = logger ?? self.logger

@@ -276,44 +276,43 @@ struct GrantsImportCommand: AsyncParsableCommand {
         let showsProgress = isatty(STDERR_FILENO) == 1
         let started = ContinuousClock.now
         let startLines = progress.lines
-        // What each provider's grants come as, from the providers themselves.
-        let grantKinds = try await RevokerApp.withProviders(configuration, logger: logger) { providers in
-            Dictionary(uniqueKeysWithValues: providers.all.map { ($0.key.rawValue, $0.value.grantKinds) })
-        }
-        let final = try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { [progress] client in
-            let importer = GrantImport(
-                queue: RevocationQueue(client: client, sealer: configuration.sealer, logger: logger),
-                served: configuration.clientIDsByProvider,
-                grantKinds: grantKinds,
-                defaultProvider: provider,
-                defaultClientID: clientID,
-                actor: actor,
-                logger: logger
-            )
-            do {
-                return try await importer.run(input, from: progress) { results, progress in
-                    for (line, result) in results {
-                        guard case .refused(let refusal) = result else { continue }
-                        print(
-                            json
-                                ? try AccountsCommand.json(Refused(line: line, refused: refusal.reason)) : "line \(line): refused: \(refusal.reason)."
-                        )
-                    }
-                    if let record { try Self.save(progress, to: record) }
-                    if showsProgress {
-                        let rate = Double(progress.lines - startLines) / max((ContinuousClock.now - started) / .seconds(1), 0.001)
-                        FileHandle.standardError.write(
-                            Data(
-                                "\r\(progress.lines) lines: \(progress.held) taken in, \(progress.existing) existing, \(progress.refused) refused (\(Int(rate)) lines/s)"
-                                    .utf8
+        // The providers say what their grants come as.
+        let final = try await RevokerApp.withProviders(configuration, logger: logger) { [progress] providers in
+            try await withDatabase(configuration, requireCurrentSchema: true, logger: logger) { client in
+                let importer = GrantImport(
+                    queue: RevocationQueue(client: client, sealer: configuration.sealer, logger: logger),
+                    rules: EnqueueRules(served: configuration.clientIDsByProvider, providers: providers),
+                    defaultProvider: provider,
+                    defaultClientID: clientID,
+                    actor: actor,
+                    logger: logger
+                )
+                do {
+                    return try await importer.run(input, from: progress) { results, progress in
+                        for (line, result) in results {
+                            guard case .refused(let refusal) = result else { continue }
+                            print(
+                                json
+                                    ? try AccountsCommand.json(Refused(line: line, refused: refusal.reason))
+                                    : "line \(line): refused: \(refusal.reason)."
                             )
-                        )
+                        }
+                        if let record { try Self.save(progress, to: record) }
+                        if showsProgress {
+                            let rate = Double(progress.lines - startLines) / max((ContinuousClock.now - started) / .seconds(1), 0.001)
+                            FileHandle.standardError.write(
+                                Data(
+                                    "\r\(progress.lines) lines: \(progress.held) taken in, \(progress.existing) existing, \(progress.refused) refused (\(Int(rate)) lines/s)"
+                                        .utf8
+                                )
+                            )
+                        }
                     }
+                } catch let refusal as GrantImport.Refusal {
+                    throw fail("\(refusal.reason); give --restart to read it from the first line (lines already held are reported as existing).")
+                } catch let error as RevokerStoreError {
+                    throw fail("Could not register: \(error.message). Run it again to resume.")
                 }
-            } catch let refusal as GrantImport.Refusal {
-                throw fail("\(refusal.reason); give --restart to read it from the first line (lines already held are reported as existing).")
-            } catch let error as RevokerStoreError {
-                throw fail("Could not register: \(error.message). Run it again to resume.")
             }
         }
         if showsProgress { FileHandle.standardError.write(Data("\n".utf8)) }
